@@ -1,0 +1,3 @@
+from kbkit.cli import main
+
+main()

@@ -1,0 +1,177 @@
+"""The `kbkit` command. Thin: parse, call the library, print. Errors become one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kbkit import __version__
+from kbkit.errors import KbkitError
+
+app = typer.Typer(
+    name="kbkit",
+    help="One MCP server entry, `kb`, for your team's knowledge base, and one way to wire agents to it.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+RootOption = Annotated[
+    Path | None,
+    typer.Option("--root", help="Project folder holding kbkit.toml (default: the nearest one above here)."),
+]
+
+
+def _fail(exc: KbkitError) -> typer.Exit:
+    typer.echo(f"kbkit: error: {exc}", err=True)
+    return typer.Exit(code=2)
+
+
+def _open(root: Path | None):  # noqa: ANN202
+    from kbkit.config import load_settings
+    from kbkit.kb.base import KnowledgeBase
+
+    settings = load_settings(root)
+    return settings, KnowledgeBase.open(settings)
+
+
+@app.command()
+def init(
+    root: Annotated[Path, typer.Option("--root", help="Project folder (default: here).")] = Path("."),
+    kb_path: Annotated[
+        str, typer.Option("--kb-path", help="The docs folder, relative to the root.")
+    ] = "docs",
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing kbkit.toml.")] = False,
+) -> None:
+    """Write a commented starter kbkit.toml and the managed .gitignore block."""
+    from kbkit.scaffold import init_project
+
+    try:
+        result = init_project(root, kb_path=kb_path, force=force)
+    except (KbkitError, OSError) as exc:
+        raise _fail(exc if isinstance(exc, KbkitError) else KbkitError(str(exc))) from None
+    if result.config_written:
+        typer.echo(f"wrote {result.config_path}")
+    else:
+        typer.echo(f"kept the existing {result.config_path} (--force overwrites it)")
+    if result.kb_folder_created:
+        typer.echo(f"created the kb folder {root / kb_path}: put your documents there")
+    typer.echo(".gitignore: managed block " + ("updated" if result.gitignore_changed else "already current"))
+    typer.echo("next: kbkit index, then point your agents at `kbkit serve`")
+
+
+@app.command()
+def index(
+    root: RootOption = None,
+    skipped: Annotated[
+        bool, typer.Option("--skipped", help="List the files that were not indexed, and why.")
+    ] = False,
+) -> None:
+    """Bring the index up to date with the kb folder (incremental)."""
+    from kbkit.diagnostics import describe_scan
+
+    try:
+        settings, kb = _open(root)
+        try:
+            if sys.stderr.isatty():
+                with typer.progressbar(length=1, label="indexing", file=sys.stderr) as bar:
+
+                    def progress(done: int, total: int) -> None:
+                        bar.length = max(total, 1)
+                        bar.update(done - bar.pos)
+
+                    report = kb.scan(progress)
+            else:
+                report = kb.scan()
+            if kb.store.repaired:
+                typer.echo(f"index repaired: {kb.store.repaired}")
+            typer.echo(describe_scan(report))
+            if skipped:
+                for path, reason in kb.store.reader().execute(
+                    "SELECT path, reason FROM skipped ORDER BY path"
+                ):
+                    typer.echo(f"  skipped {path}: {reason}")
+        finally:
+            kb.close()
+    except KbkitError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for, in plain words.")],
+    root: RootOption = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Most hits to show (1-100).")] = 10,
+    prefix: Annotated[str | None, typer.Option("--prefix", help="Only paths starting with this.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON (as the tool returns it).")
+    ] = False,
+) -> None:
+    """Search the knowledge base from the terminal, exactly as agents do."""
+    try:
+        _, kb = _open(root)
+        try:
+            kb.scan()
+            result = kb.search(query, limit=limit, path_prefix=prefix, max_tokens=None)
+        finally:
+            kb.close()
+    except KbkitError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        return
+    for number, hit in enumerate(result.results, 1):
+        typer.echo(f"{number:>2}. {hit.title}  ({hit.path}, score {hit.score:.2f})")
+        typer.echo(f"    {hit.snippet[:200]}")
+    if result.note:
+        typer.echo(result.note)
+
+
+@app.command()
+def serve(root: RootOption = None) -> None:
+    """Serve the kb to an agent over stdio (the command agents' configs run)."""
+    import anyio
+
+    from kbkit.diagnostics import boot_lines
+    from kbkit.server.factory import create_server
+    from kbkit.server.stdio import serve_stdio
+
+    try:
+        settings, kb = _open(root)
+        report = kb.scan()
+        server = create_server(kb)
+    except KbkitError as exc:
+        raise _fail(exc) from None
+    for line in boot_lines(
+        settings, report, transport="stdio", tools=settings.server_tools, repaired=kb.store.repaired
+    ):
+        typer.echo(line, err=True)
+    try:
+        anyio.run(serve_stdio, server)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        kb.close()
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"kbkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=version_callback, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    pass
+
+
+def main() -> None:
+    app()

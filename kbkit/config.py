@@ -1,0 +1,216 @@
+"""Settings: `kbkit.toml` (tracked), `kbkit.local.toml` (personal overlay), `.env.local` (secrets).
+
+One schema below says which keys exist, their types and defaults. Everything else reads a
+`Settings`; nothing else parses the files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+
+from kbkit.errors import ConfigError
+from kbkit.kb.parsers import ALL_PARSERS
+
+CONFIG_FILE = "kbkit.toml"
+LOCAL_CONFIG_FILE = "kbkit.local.toml"
+ENV_FILE = ".env.local"
+STATE_DIR = ".kbkit"
+
+DEFAULT_EXCLUDE_DIRS = [".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".kbkit"]
+DEFAULT_TOOLS = ["search", "get_document"]
+
+
+@dataclass(frozen=True)
+class Key:
+    type: type
+    default: Any
+    doc: str
+    item_type: type | None = None
+
+
+SCHEMA: dict[str, dict[str, Key]] = {
+    "kb": {
+        "path": Key(str, "docs", "the knowledge-base folder, relative to this file"),
+        "exclude_dirs": Key(
+            list, DEFAULT_EXCLUDE_DIRS, "folder names (or paths from the kb folder) never indexed", str
+        ),
+    },
+    "parsers": {
+        "enabled": Key(list, list(ALL_PARSERS), "file extensions to index and serve", str),
+    },
+    "server": {
+        "name": Key(str, "kb", "the server name agents see"),
+        "tools": Key(list, DEFAULT_TOOLS, "the tools offered (an allowlist)", str),
+    },
+}
+"""Every key kbkit.toml may hold. Unknown keys are an error naming the nearest valid one."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    root: Path
+    """The project root: the folder holding kbkit.toml (absolute, resolved)."""
+    kb_path: Path
+    """The knowledge-base folder (absolute, resolved)."""
+    exclude_dirs: tuple[str, ...] = tuple(DEFAULT_EXCLUDE_DIRS)
+    parsers: tuple[str, ...] = tuple(ALL_PARSERS)
+    server_name: str = "kb"
+    server_tools: tuple[str, ...] = tuple(DEFAULT_TOOLS)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The process environment over `.env.local` (real variables win). Never printed."""
+    sources: tuple[Path, ...] = ()
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def index_path(self) -> Path:
+        return self.state_dir / "index.db"
+
+
+def find_root(start: Path | None = None) -> Path:
+    """The nearest folder, from `start` upwards, that holds kbkit.toml."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_FILE).is_file():
+            return folder
+    raise ConfigError(
+        f"no {CONFIG_FILE} in {here} or any folder above it; run `kbkit init` in your project "
+        "or pass --root DIR"
+    )
+
+
+def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None = None) -> Settings:
+    """Read and validate the configuration of the project at `root` (or the nearest one)."""
+    if root is None:
+        root = find_root()
+    else:
+        root = Path(root).expanduser().resolve()
+        if not (root / CONFIG_FILE).is_file():
+            raise ConfigError(f"no {CONFIG_FILE} in {root}; run `kbkit init --root {root}` to create one")
+    values = _defaults()
+    sources = [root / CONFIG_FILE]
+    _overlay(values, _read_toml(root / CONFIG_FILE), root / CONFIG_FILE)
+    local = root / LOCAL_CONFIG_FILE
+    if local.is_file():
+        _overlay(values, _read_toml(local), local)
+        sources.append(local)
+
+    parsers = values["parsers"]["enabled"]
+    for name in parsers:
+        if name not in ALL_PARSERS:
+            raise ConfigError(
+                f"unknown parser {name!r}{_nearest(name, ALL_PARSERS)}; known: {', '.join(ALL_PARSERS)}",
+                file=CONFIG_FILE,
+                key="parsers.enabled",
+            )
+
+    kb_value = Path(values["kb"]["path"]).expanduser()
+    kb_path = (kb_value if kb_value.is_absolute() else root / kb_value).resolve()
+    if not kb_path.is_dir():
+        what = "is not a folder" if kb_path.exists() else "does not exist"
+        raise ConfigError(
+            f"the knowledge-base folder {kb_path} {what}; create it or set [kb] path to your docs folder",
+            file=CONFIG_FILE,
+            key="kb.path",
+        )
+
+    return Settings(
+        root=root,
+        kb_path=kb_path,
+        exclude_dirs=tuple(values["kb"]["exclude_dirs"]),
+        parsers=tuple(dict.fromkeys(parsers)),
+        server_name=values["server"]["name"],
+        server_tools=tuple(dict.fromkeys(values["server"]["tools"])),
+        env=load_env(root, environ),
+        sources=tuple(sources),
+    )
+
+
+def load_env(root: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`.env.local` under the real environment: a variable set in the process wins."""
+    merged: dict[str, str] = {}
+    env_file = root / ENV_FILE
+    if env_file.is_file():
+        merged.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
+    merged.update(os.environ if environ is None else environ)
+    return merged
+
+
+def _defaults() -> dict[str, dict[str, Any]]:
+    return {
+        section: {name: _copy(key.default) for name, key in keys.items()} for section, keys in SCHEMA.items()
+    }
+
+
+def _copy(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML ({exc}); fix the syntax at that line", file=path.name) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read it ({exc.strerror})", file=str(path)) from None
+
+
+def _overlay(values: dict[str, dict[str, Any]], data: dict[str, Any], path: Path) -> None:
+    """Validate `data` against SCHEMA and copy it over `values`."""
+    for section, table in data.items():
+        if section not in SCHEMA:
+            raise ConfigError(
+                f"unknown section [{section}]{_nearest(section, SCHEMA)}; valid sections: "
+                + ", ".join(f"[{s}]" for s in SCHEMA),
+                file=path.name,
+            )
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"[{section}] must be a table, e.g. [{section}] on its own line", file=path.name
+            )
+        for name, value in table.items():
+            key = SCHEMA[section].get(name)
+            dotted = f"{section}.{name}"
+            if key is None:
+                raise ConfigError(
+                    f"unknown key {name!r}{_nearest(name, SCHEMA[section])}; valid keys in [{section}]: "
+                    + ", ".join(SCHEMA[section]),
+                    file=path.name,
+                    key=dotted,
+                )
+            values[section][name] = _check_type(value, key, path.name, dotted)
+
+
+def _check_type(value: Any, key: Key, file: str, dotted: str) -> Any:
+    type_name = {str: "a string", list: "a list", bool: "true or false", int: "a whole number"}[key.type]
+    example = {str: f'"{key.default}"', list: f"{key.default!r}".replace("'", '"'), bool: "true", int: "1"}
+    ok = isinstance(value, key.type) and not (key.type is int and isinstance(value, bool))
+    if ok and key.item_type is not None:
+        ok = all(isinstance(item, key.item_type) for item in value)
+        type_name = "a list of strings"
+    if not ok:
+        raise ConfigError(
+            f"must be {type_name}, got {type(value).__name__} {value!r}; for example: "
+            f"{dotted.split('.')[-1]} = {example[key.type]}",
+            file=file,
+            key=dotted,
+        )
+    if key.type is str and not value.strip():
+        raise ConfigError("must not be empty", file=file, key=dotted)
+    return value
+
+
+def _nearest(word: str, options: Any) -> str:
+    match = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""

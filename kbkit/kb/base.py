@@ -1,0 +1,66 @@
+"""`KnowledgeBase`: the kb folder, its index and its active parsers, behind one object.
+
+The server and the CLI hold one of these and nothing else from `kbkit.kb`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from kbkit.config import Settings
+from kbkit.errors import DocumentRefused, IndexUnavailable
+from kbkit.kb import documents, indexer, search
+from kbkit.kb.documents import Document, IndexedDocument
+from kbkit.kb.ignore import IgnoreRules
+from kbkit.kb.parsers import Registry
+from kbkit.kb.store import Store
+
+
+class KnowledgeBase:
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self.registry = Registry(settings.parsers)
+
+    @classmethod
+    def open(cls, settings: Settings) -> KnowledgeBase:
+        return cls(settings, Store.open(settings.index_path))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def scan(self, progress: indexer.ProgressFn | None = None) -> indexer.ScanReport:
+        rules = IgnoreRules.load(self.settings.kb_path, self.settings.exclude_dirs)
+        return indexer.scan(self.store, self.settings.kb_path, self.registry, rules, progress=progress)
+
+    def search(self, query: str, **options: object) -> search.SearchResult:
+        return search.search(self.store, self.registry, query, **options)  # type: ignore[arg-type]
+
+    def load(self, path: str, *, offset: int = 0) -> Document:
+        """Any file under the kb folder with a registered extension, indexed or not."""
+        return documents.load_document(self.settings.kb_path, path, self.registry, offset=offset)
+
+    def load_servable(self, path: str) -> Document:
+        """Only what the resource listing offers: the guard sequence, bounded by the index."""
+        documents.check_path(path)
+        if self.servable(path) is None:
+            raise DocumentRefused(
+                "not-servable",
+                f"{path!r} is not an indexed document (ignored, unregistered, skipped or absent); "
+                "use get_document to read files outside the index",
+            )
+        return self.load(path)
+
+    def servable(self, path: str) -> IndexedDocument | None:
+        return self._query(documents.servable_document, path)
+
+    def list_servable(
+        self, *, folder: str = "", after: str | None = None, limit: int | None = None
+    ) -> list[IndexedDocument]:
+        return self._query(documents.servable_documents, folder=folder, after=after, limit=limit)
+
+    def _query(self, fn, *args, **kwargs):  # noqa: ANN001, ANN202 - a thin sqlite3 error boundary
+        try:
+            return fn(self.store.reader(), self.registry, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise IndexUnavailable(f"the index {self.store.path} could not be read: {exc}") from None

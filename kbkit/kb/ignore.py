@@ -1,0 +1,59 @@
+"""What the indexer skips: `[kb] exclude_dirs` and `.kbignore` (gitignore syntax, at the kb root).
+
+These rules bound *indexing*, not access: an ignored file is absent from search and from the
+resource listing, but `get_document` still reads it (docs/adr/0001).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pathspec
+
+from kbkit.errors import ConfigError
+
+KBIGNORE = ".kbignore"
+
+
+class IgnoreRules:
+    def __init__(self, exclude_dirs: Iterable[str] = (), kbignore_lines: Iterable[str] = ()) -> None:
+        excludes = [entry.strip("/") for entry in exclude_dirs if entry.strip("/")]
+        self._dir_names = frozenset(entry for entry in excludes if "/" not in entry)
+        self._dir_paths = frozenset(entry for entry in excludes if "/" in entry)
+        lines = list(kbignore_lines)
+        self._spec = pathspec.GitIgnoreSpec.from_lines(lines) if any(_is_rule(x) for x in lines) else None
+
+    @classmethod
+    def load(cls, kb_root: Path, exclude_dirs: Iterable[str]) -> IgnoreRules:
+        path = kb_root / KBIGNORE
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read it ({exc}); save it as UTF-8 text", file=str(path)) from None
+        try:
+            return cls(exclude_dirs, lines)
+        except (ValueError, TypeError) as exc:  # pathspec rejects a malformed pattern this way
+            raise ConfigError(f"a pattern is not valid gitignore syntax ({exc})", file=str(path)) from None
+
+    def skips_dir(self, rel: str, name: str) -> bool:
+        """True when the folder at `rel` (relative to the kb root) is not descended into."""
+        if name in self._dir_names or rel in self._dir_paths:
+            return True
+        return self._spec is not None and self._spec.match_file(rel + "/")
+
+    def skips_file(self, rel: str) -> bool:
+        return rel == KBIGNORE or (self._spec is not None and self._spec.match_file(rel))
+
+    def skips(self, rel: str) -> bool:
+        """True when the file at `rel` would not be indexed (any folder on its way counts)."""
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            if self.skips_dir("/".join(parts[:depth]), parts[depth - 1]):
+                return True
+        return self.skips_file(rel)
+
+
+def _is_rule(line: str) -> bool:
+    stripped = line.strip()
+    return bool(stripped) and not stripped.startswith("#")

@@ -1,0 +1,226 @@
+"""Incremental indexing: a stat scan finds what changed; only that is hashed and re-extracted.
+
+Every file is read through the guard sequence (`read_guarded`), so the index never holds a
+document that a read would refuse at the time it was indexed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kbkit.errors import DocumentRefused, IndexUnavailable
+from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
+from kbkit.kb.ignore import IgnoreRules
+from kbkit.kb.parsers import Registry, extension_of
+from kbkit.kb.store import Store
+
+BATCH_SIZE = 500
+"""Documents written per transaction: large enough to be fast, small enough that readers
+see progress and a killed indexer loses little."""
+
+
+@dataclass
+class ScanReport:
+    documents: int = 0
+    """Documents in the index after the scan."""
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    """Files with a registered extension that are not indexed (see `skip_reasons`)."""
+    skip_reasons: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.added or self.changed or self.removed)
+
+
+@dataclass(frozen=True)
+class _Seen:
+    path: str
+    size: int
+    mtime_ns: int
+
+
+ProgressFn = Callable[[int, int], None]
+
+
+def scan(
+    store: Store,
+    kb_root: Path,
+    registry: Registry,
+    rules: IgnoreRules,
+    *,
+    progress: ProgressFn | None = None,
+) -> ScanReport:
+    """Bring the index in line with the folder. Safe to run repeatedly; a no-change run writes nothing."""
+    started = time.perf_counter()
+    report = ScanReport()
+    conn = store.connect()
+    try:
+        known = {
+            row[0]: (row[1], row[2], row[3])
+            for row in conn.execute("SELECT path, size, mtime_ns, id FROM documents")
+        }
+        skipped = {
+            row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM skipped")
+        }
+        seen = list(walk(kb_root, registry, rules))
+        seen_paths = {item.path for item in seen}
+        work = [
+            item
+            for item in seen
+            if known.get(item.path, (None, None))[:2] != (item.size, item.mtime_ns)
+            and skipped.get(item.path) != (item.size, item.mtime_ns)
+        ]
+        gone_docs = [path for path in known if path not in seen_paths]
+        gone_skips = [path for path in skipped if path not in seen_paths]
+        report.unchanged = len(seen) - len(work)
+        if work or gone_docs or gone_skips:
+            _apply(conn, kb_root, registry, work, known, gone_docs, gone_skips, report, progress)
+        report.documents = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+        for reason, count in conn.execute("SELECT reason_code, count(*) FROM skipped GROUP BY reason_code"):
+            report.skip_reasons[reason] = count
+        report.skipped = sum(report.skip_reasons.values())
+    except sqlite3.Error as exc:
+        raise IndexUnavailable(f"indexing failed in {store.path}: {exc}") from None
+    finally:
+        conn.close()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def walk(kb_root: Path, registry: Registry, rules: IgnoreRules) -> Iterator[_Seen]:
+    """Every file the index should hold: registered extension, not ignored, not a link, in size."""
+    extensions = set(registry.extensions)
+    stack = [("", str(kb_root))]
+    while stack:
+        rel_dir, abs_dir = stack.pop()
+        try:
+            entries = list(os.scandir(abs_dir))
+        except OSError:
+            continue  # an unreadable folder is skipped; get_document will say why if asked
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                if not rules.skips_dir(rel, entry.name):
+                    stack.append((rel, entry.path))
+            elif (
+                stat.S_ISREG(info.st_mode)
+                and extension_of(entry.name) in extensions
+                and not rules.skips_file(rel)
+            ):
+                yield _Seen(rel, info.st_size, info.st_mtime_ns)
+
+
+def _apply(
+    conn: sqlite3.Connection,
+    kb_root: Path,
+    registry: Registry,
+    work: list[_Seen],
+    known: dict[str, tuple[int, int, int]],
+    gone_docs: list[str],
+    gone_skips: list[str],
+    report: ScanReport,
+    progress: ProgressFn | None,
+) -> None:
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for path in gone_docs:
+            _delete(conn, known[path][2])
+            report.removed += 1
+        conn.executemany("DELETE FROM skipped WHERE path = ?", [(p,) for p in gone_skips])
+        for done, item in enumerate(work, 1):
+            _index_one(conn, kb_root, registry, item, known.get(item.path), now, report)
+            if done % BATCH_SIZE == 0:
+                conn.execute("COMMIT")
+                if progress:
+                    progress(done, len(work))
+                conn.execute("BEGIN IMMEDIATE")
+        conn.execute("COMMIT")
+        if progress:
+            progress(len(work), len(work))
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _index_one(
+    conn: sqlite3.Connection,
+    kb_root: Path,
+    registry: Registry,
+    item: _Seen,
+    previous: tuple[int, int, int] | None,
+    now: str,
+    report: ScanReport,
+) -> None:
+    ext = extension_of(item.path)
+    try:
+        if item.size > FILE_SIZE_CAP:
+            raise DocumentRefused("too-large", f"over the {FILE_SIZE_CAP // (1024 * 1024)} MiB cap")
+        raw = read_guarded(kb_root, item.path, registry)
+        digest = hashlib.sha256(raw.data).hexdigest()
+        if previous is not None:
+            old_sha = conn.execute("SELECT sha256 FROM documents WHERE id = ?", (previous[2],)).fetchone()
+            if old_sha and old_sha[0] == digest:  # touched, not changed: no re-extraction
+                conn.execute(
+                    "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
+                    (raw.size, raw.mtime_ns, previous[2]),
+                )
+                report.unchanged += 1
+                return
+        doc = extract(raw, registry, text_cap=None)
+    except DocumentRefused as refused:
+        if previous is not None:
+            _delete(conn, previous[2])
+            report.removed += 1
+        conn.execute(
+            "INSERT OR REPLACE INTO skipped (path, ext, size, mtime_ns, reason_code, reason) "
+            "VALUES (?,?,?,?,?,?)",
+            (item.path, ext, item.size, item.mtime_ns, refused.reason, str(refused)),
+        )
+        return
+    title = doc.title or Path(item.path).stem
+    conn.execute("DELETE FROM skipped WHERE path = ?", (item.path,))
+    if previous is not None:
+        doc_id = previous[2]
+        conn.execute(
+            "UPDATE documents SET ext=?, size=?, mtime_ns=?, sha256=?, title=?, text_size=?, indexed_at=? "
+            "WHERE id=?",
+            (ext, raw.size, raw.mtime_ns, digest, title, doc.text_size, now, doc_id),
+        )
+        conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+        report.changed += 1
+    else:
+        doc_id = conn.execute(
+            "INSERT INTO documents (path, ext, size, mtime_ns, sha256, title, text_size, indexed_at) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            (item.path, ext, raw.size, raw.mtime_ns, digest, title, doc.text_size, now),
+        ).lastrowid
+        report.added += 1
+    conn.execute(
+        "INSERT INTO documents_fts (rowid, title, headings, body) VALUES (?,?,?,?)",
+        (doc_id, title, "\n".join(doc.headings), doc.text),
+    )
+
+
+def _delete(conn: sqlite3.Connection, doc_id: int) -> None:
+    conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))

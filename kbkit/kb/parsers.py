@@ -1,0 +1,153 @@
+"""The parser registry: file extension -> media type and text extraction.
+
+One parser per extension. `[parsers] enabled` narrows the registry by extension name; the
+guard sequence refuses any extension the active registry does not cover.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import yaml
+
+from kbkit.errors import DocumentRefused
+
+
+@dataclass(frozen=True)
+class ParsedText:
+    title: str | None
+    body: str
+    headings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Parser:
+    name: str
+    """The extension without its dot, as written in `[parsers] enabled`."""
+    media_type: str
+    """What a resource read or get_document reports for the extracted text."""
+    extract: Callable[[bytes], ParsedText]
+
+
+def decode_text(data: bytes) -> str:
+    """Strict UTF-8 (a BOM is dropped); binary or undecodable bytes are refused, not guessed."""
+    if b"\x00" in data:
+        raise DocumentRefused("undecodable", "the file holds binary data (NUL bytes), not text")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentRefused(
+            "undecodable", f"the file is not valid UTF-8 (bad byte at offset {exc.start}); save it as UTF-8"
+        ) from None
+
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
+_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+_SETEXT = re.compile(r"^(?! {4})([^\n#>\-*=][^\n]*)\n {0,3}(=+|-+)[ \t]*$", re.MULTILINE)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$\n?", re.MULTILINE | re.DOTALL)
+
+
+def _front_matter(text: str) -> tuple[dict, str]:
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return {}, text
+    try:
+        meta = yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return {}, text  # broken front matter is still text: keep it in the body, search finds it
+    return (meta if isinstance(meta, dict) else {}), text[match.end() :]
+
+
+def _clean_title(value: object) -> str | None:
+    if isinstance(value, str | int | float) and str(value).strip():
+        return " ".join(str(value).split())[:500]
+    return None
+
+
+def parse_markdown(data: bytes) -> ParsedText:
+    meta, body = _front_matter(decode_text(data))
+    prose = _FENCE.sub("", body)
+    atx = [(m.start(), len(m.group(1)), m.group(2)) for m in _ATX.finditer(prose)]
+    setext = [(m.start(), 1 if m.group(2)[0] == "=" else 2, m.group(1)) for m in _SETEXT.finditer(prose)]
+    found = sorted(atx + setext)
+    headings = [" ".join(text.split()) for _, _, text in found]
+    title = _clean_title(meta.get("title"))
+    if title is None:
+        top = [text for _, level, text in found if level == 1]
+        title = _clean_title(top[0] if top else (headings[0] if headings else None))
+    return ParsedText(title=title, body=body, headings=headings)
+
+
+_RST_HEADING = re.compile(r"^([^\s][^\n]*)\n([=\-~^\"'`#*+:.<>_])\2+[ \t]*$", re.MULTILINE)
+
+
+def parse_rst(data: bytes) -> ParsedText:
+    text = decode_text(data)
+    headings = [" ".join(m.group(1).split()) for m in _RST_HEADING.finditer(text)]
+    return ParsedText(title=_clean_title(headings[0] if headings else None), body=text, headings=headings)
+
+
+def parse_plain(data: bytes) -> ParsedText:
+    return ParsedText(title=None, body=decode_text(data))
+
+
+def parse_pdf(data: bytes) -> ParsedText:
+    try:
+        import pypdf  # imported only when a PDF is met: it is slow to import and rarely needed
+    except ImportError:
+        raise DocumentRefused(
+            "parser-missing", "pypdf is not installed; run: pip install pypdf (or disable pdf in [parsers])"
+        ) from None
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            raise DocumentRefused("unparsable", "the PDF is encrypted; kbkit reads only unencrypted PDFs")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        meta_title = reader.metadata.title if reader.metadata else None
+    except DocumentRefused:
+        raise
+    except Exception as exc:  # pypdf raises many kinds on damaged files; all mean "unreadable"
+        raise DocumentRefused(
+            "unparsable", f"the PDF could not be read ({type(exc).__name__}: {exc})"
+        ) from None
+    body = "\n\n".join(page.strip() for page in pages)
+    first_line = next((line.strip() for line in body.splitlines() if line.strip()), None)
+    return ParsedText(title=_clean_title(meta_title) or _clean_title(first_line), body=body)
+
+
+ALL_PARSERS: dict[str, Parser] = {
+    "md": Parser("md", "text/markdown", parse_markdown),
+    "markdown": Parser("markdown", "text/markdown", parse_markdown),
+    "txt": Parser("txt", "text/plain", parse_plain),
+    "rst": Parser("rst", "text/x-rst", parse_rst),
+    "pdf": Parser("pdf", "text/plain", parse_pdf),
+}
+"""Every parser kbkit ships, keyed by extension (no dot, lower case)."""
+
+
+class Registry:
+    """The active parsers: the ones `[parsers] enabled` keeps."""
+
+    def __init__(self, enabled: Iterable[str] | None = None) -> None:
+        names = list(ALL_PARSERS) if enabled is None else list(enabled)
+        self._parsers = {name: ALL_PARSERS[name] for name in names}
+
+    @property
+    def extensions(self) -> tuple[str, ...]:
+        return tuple(self._parsers)
+
+    def for_path(self, path: str) -> Parser | None:
+        return self._parsers.get(extension_of(path))
+
+    def covers(self, path: str) -> bool:
+        return extension_of(path) in self._parsers
+
+
+def extension_of(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""

@@ -1,0 +1,138 @@
+"""The SQLite index: one file, WAL mode, a documents table and an FTS5 table beside it.
+
+Readers (every server process, every request thread) open their own connection; one writer at
+a time (the indexer) changes it. A missing, corrupt or older-schema file is rebuilt on open,
+and the store says so, so the boot line can.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import suppress
+from pathlib import Path
+
+from kbkit.errors import IndexUnavailable
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 10_000
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS documents (
+    id          INTEGER PRIMARY KEY,
+    path        TEXT NOT NULL UNIQUE,
+    ext         TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    mtime_ns    INTEGER NOT NULL,
+    sha256      TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    text_size   INTEGER NOT NULL,
+    indexed_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS skipped (
+    path        TEXT PRIMARY KEY,
+    ext         TEXT NOT NULL,
+    size        INTEGER NOT NULL,
+    mtime_ns    INTEGER NOT NULL,
+    reason_code TEXT NOT NULL,
+    reason      TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
+    title, headings, body,
+    tokenize = 'porter unicode61 remove_diacritics 2'
+);
+PRAGMA user_version = {SCHEMA_VERSION};
+"""
+
+
+class Store:
+    """A handle on `.kbkit/index.db`; cheap to share, hands out per-thread connections."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.repaired: str | None = None
+        """Why the file was rebuilt on open (None when it was fine or new)."""
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: Path) -> Store:
+        store = cls(path)
+        store._prepare()
+        return store
+
+    def connect(self) -> sqlite3.Connection:
+        """A new connection in autocommit mode; callers BEGIN their own transactions."""
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            raise IndexUnavailable(f"cannot open the index {self.path}: {exc}") from None
+        return conn
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self.connect()
+            self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections:
+                with suppress(sqlite3.Error):
+                    conn.close()
+            self._connections.clear()
+        self._local = threading.local()
+
+    def _prepare(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IndexUnavailable(
+                f"cannot create {self.path.parent} ({exc.strerror}); make the project folder writable"
+            ) from None
+        problem = self._problem()
+        if problem == "new":
+            self._create()
+        elif problem:
+            self.repaired = problem
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self._create()
+
+    def _problem(self) -> str | None:
+        """'new' for no file, a sentence for a file that must be rebuilt, None when it is usable."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return "new"
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+            try:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            return f"the index was unreadable ({exc}) and was rebuilt"
+        if check != "ok":
+            return f"the index failed its integrity check ({check}) and was rebuilt"
+        if version != SCHEMA_VERSION:
+            return f"the index had schema {version}, this kbkit uses {SCHEMA_VERSION}; it was rebuilt"
+        return None
+
+    def _create(self) -> None:
+        conn = self.connect()
+        try:
+            conn.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise IndexUnavailable(f"cannot create the index {self.path}: {exc}") from None
+        finally:
+            conn.close()

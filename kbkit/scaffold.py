@@ -1,0 +1,59 @@
+"""`kbkit init`: a commented starter kbkit.toml and the managed .gitignore block."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+
+from kbkit.config import CONFIG_FILE, ENV_FILE, LOCAL_CONFIG_FILE, SCHEMA, STATE_DIR
+from kbkit.fsutil import atomic_write_text
+from kbkit.sync.gitignore import update_gitignore
+
+ALWAYS_IGNORED = (f"{STATE_DIR}/", ENV_FILE, LOCAL_CONFIG_FILE)
+"""What every kbkit project keeps out of git: the index and state, secrets, personal overrides."""
+
+HEADER = """\
+kbkit configuration: the one source of truth for the kb server and every agent's config.
+Personal overrides go in kbkit.local.toml and secrets in .env.local (both untracked)."""
+
+
+@dataclass
+class InitResult:
+    config_written: bool
+    kb_folder_created: bool
+    gitignore_changed: bool
+    config_path: Path
+
+
+def starter_config(kb_path: str = "docs") -> str:
+    """The starter kbkit.toml, written from SCHEMA so its keys and comments cannot drift."""
+    doc = tomlkit.document()
+    for line in HEADER.splitlines():
+        doc.add(tomlkit.comment(line))
+    for section, keys in SCHEMA.items():
+        doc.add(tomlkit.nl())
+        table = tomlkit.table()
+        for name, key in keys.items():
+            value = kb_path if (section, name) == ("kb", "path") else key.default
+            table.add(tomlkit.comment(key.doc[0].upper() + key.doc[1:] + "."))
+            table.add(name, value)
+        doc.add(section, table)
+    return tomlkit.dumps(doc)
+
+
+def init_project(root: Path, *, kb_path: str = "docs", force: bool = False) -> InitResult:
+    root = root.resolve()
+    config = root / CONFIG_FILE
+    written = False
+    if force or not config.exists():
+        written = atomic_write_text(config, starter_config(kb_path))
+    kb_folder = root / kb_path
+    created = written and not kb_folder.exists()
+    if created:
+        kb_folder.mkdir(parents=True)
+    changed = update_gitignore(root, ALWAYS_IGNORED)
+    return InitResult(
+        config_written=written, kb_folder_created=created, gitignore_changed=changed, config_path=config
+    )

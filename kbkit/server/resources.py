@@ -1,0 +1,140 @@
+"""Documents as resources: `kb://doc/<path>` and `kb://topic/<prefix>`.
+
+Listing and reading stand on one query (`KnowledgeBase.list_servable` / `servable`): the
+listing offers exactly what a read accepts, and a read of anything else is refused with
+-32602 even when the file exists on disk (docs/adr/0002).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import UTC, datetime
+
+import mcp.types as types
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
+
+from kbkit.errors import KbkitError
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.documents import TEXT_CAP, IndexedDocument, check_path
+from kbkit.kb.parsers import ALL_PARSERS
+from kbkit.kb.uris import DOC_TEMPLATE, TOPIC_TEMPLATE, doc_uri, parse_doc_uri, parse_topic_uri
+
+PAGE_SIZE = 100
+TOPIC_LIMIT = 500
+"""A topic listing names at most this many documents, and says when there are more."""
+
+
+def list_resources(kb: KnowledgeBase, cursor: str | None) -> types.ListResourcesResult:
+    after = _decode_cursor(cursor) if cursor else None
+    rows = kb.list_servable(after=after, limit=PAGE_SIZE + 1)
+    page = rows[:PAGE_SIZE]
+    next_cursor = _encode_cursor(page[-1].path) if len(rows) > PAGE_SIZE else None
+    return types.ListResourcesResult(resources=[_resource(row) for row in page], next_cursor=next_cursor)
+
+
+def list_templates() -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(
+        resource_templates=[
+            types.ResourceTemplate(
+                uri_template=DOC_TEMPLATE,
+                name="document",
+                title="A document of the knowledge base",
+                description="One indexed document by its path under the kb folder (percent-encoded, / kept).",
+            ),
+            types.ResourceTemplate(
+                uri_template=TOPIC_TEMPLATE,
+                name="topic",
+                title="The documents under a folder",
+                description="A Markdown list of the indexed documents under a kb folder, with their URIs.",
+                mime_type="text/markdown",
+            ),
+        ]
+    )
+
+
+def read_resource(kb: KnowledgeBase, uri: str) -> types.ReadResourceResult:
+    try:
+        path = parse_doc_uri(uri)
+        if path is not None:
+            return _read_document(kb, uri, path)
+        folder = parse_topic_uri(uri)
+        if folder is not None:
+            return _read_topic(kb, uri, folder)
+    except UnicodeDecodeError:
+        raise MCPError(INVALID_PARAMS, f"{uri!r} is not a valid kb:// URI (bad percent-encoding)") from None
+    except KbkitError as exc:
+        raise MCPError(INVALID_PARAMS, f"resource not available: {exc}", {"uri": uri}) from None
+    raise MCPError(
+        INVALID_PARAMS,
+        f"unknown resource {uri!r}: kbkit serves kb://doc/<path> and kb://topic/<folder>",
+        {"uri": uri},
+    )
+
+
+def _read_document(kb: KnowledgeBase, uri: str, path: str) -> types.ReadResourceResult:
+    doc = kb.load_servable(path)
+    text = doc.text
+    if doc.truncated:
+        text += (
+            f"\n\n[kbkit: TRUNCATED. This document's text is {doc.text_size} bytes; only the first "
+            f"{TEXT_CAP} bytes are shown. Read the rest with the get_document tool, "
+            f"path={doc.path!r}, offset={doc.next_offset}.]"
+        )
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type=doc.media_type, text=text)]
+    )
+
+
+def _read_topic(kb: KnowledgeBase, uri: str, folder: str) -> types.ReadResourceResult:
+    if folder:
+        check_path(folder)
+    rows = kb.list_servable(folder=folder, limit=TOPIC_LIMIT + 1)
+    if not rows:
+        raise MCPError(INVALID_PARAMS, f"no indexed documents under {folder!r}", {"uri": uri})
+    shown = rows[:TOPIC_LIMIT]
+    heading = folder or "the knowledge base"
+    lines = [f"# Documents under {heading}", ""]
+    lines += [f"- [{row.title}]({doc_uri(row.path)}) `{row.path}` ({row.size} bytes)" for row in shown]
+    if len(rows) > TOPIC_LIMIT:
+        lines += [
+            "",
+            f"[kbkit: TRUNCATED. Only the first {TOPIC_LIMIT} documents are listed; "
+            "use resources/list or a deeper folder for the rest.]",
+        ]
+    return types.ReadResourceResult(
+        contents=[
+            types.TextResourceContents(uri=uri, mime_type="text/markdown", text="\n".join(lines) + "\n")
+        ]
+    )
+
+
+def _resource(row: IndexedDocument) -> types.Resource:
+    parser = ALL_PARSERS.get(row.ext)
+    modified = datetime.fromtimestamp(row.mtime_ns / 1e9, UTC).isoformat(timespec="seconds")
+    return types.Resource(
+        uri=doc_uri(row.path),
+        name=row.path,
+        title=row.title,
+        mime_type=parser.media_type if parser else "text/plain",
+        size=row.size,
+        annotations=types.Annotations(last_modified=modified),
+    )
+
+
+def _encode_cursor(after: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"after": after}).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> str:
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))["after"]
+        if not isinstance(value, str):
+            raise TypeError
+        return value
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError):
+        raise MCPError(
+            INVALID_PARAMS, "invalid cursor: pass back the nextCursor of the previous page"
+        ) from None

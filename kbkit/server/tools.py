@@ -1,0 +1,189 @@
+"""The kb tools: `search` and `get_document`. Computation goes here; reading is a resource.
+
+Each tool is one `KbTool`: its MCP declaration (schemas derived from the pydantic models
+below, so the schema and the validation cannot disagree) and the function that runs it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import mcp.types as types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kbkit.errors import KbkitError
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, MAX_LIMIT, MIN_MAX_TOKENS
+from kbkit.kb.uris import doc_uri
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchArgs(_Args):
+    query: str = Field(description="What to look for, in plain words; punctuation and operators are fine.")
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Most hits to return.")
+    path_prefix: str | None = Field(
+        None, description="Only documents whose path (relative to the kb folder) starts with this."
+    )
+    max_tokens: int = Field(
+        DEFAULT_MAX_TOKENS,
+        ge=MIN_MAX_TOKENS,
+        description="Token budget for the reply; hits past it are dropped and `truncated` says so.",
+    )
+
+
+class SearchHit(BaseModel):
+    path: str
+    title: str
+    score: float
+    snippet: str
+    uri: str | None = Field(None, description="kb://doc/... when the document can be read as a resource.")
+
+
+class SearchOutput(BaseModel):
+    results: list[SearchHit]
+    truncated: bool = Field(description="True when max_tokens cut the list.")
+    note: str | None = Field(None, description="Why the list is empty or was cut, when it was.")
+
+
+class GetDocumentArgs(_Args):
+    path: str = Field(description="Path relative to the kb folder, as `search` returns it.")
+    offset: int = Field(
+        0, ge=0, description="Start at this character of the text (for reading on after a cut)."
+    )
+
+
+class DocumentOutput(BaseModel):
+    path: str
+    uri: str | None = Field(None, description="kb://doc/... when the document is also offered as a resource.")
+    media_type: str
+    text: str
+    truncated: bool = Field(description="True when the text was cut at 1 MiB; read on from next_offset.")
+    size: int = Field(description="The file's size in bytes.")
+    offset: int = 0
+    next_offset: int | None = None
+
+
+def _search(kb: KnowledgeBase, args: SearchArgs) -> dict[str, Any]:
+    result = kb.search(args.query, limit=args.limit, path_prefix=args.path_prefix, max_tokens=args.max_tokens)
+    return result.to_dict()
+
+
+def _get_document(kb: KnowledgeBase, args: GetDocumentArgs) -> dict[str, Any]:
+    doc = kb.load(args.path, offset=args.offset)
+    out: dict[str, Any] = {
+        "path": doc.path,
+        "media_type": doc.media_type,
+        "text": doc.text,
+        "truncated": doc.truncated,
+        "size": doc.size,
+        "offset": doc.offset,
+    }
+    if kb.servable(doc.path) is not None:
+        out["uri"] = doc_uri(doc.path)
+    if doc.next_offset is not None:
+        out["next_offset"] = doc.next_offset
+    return out
+
+
+@dataclass(frozen=True)
+class KbTool:
+    name: str
+    title: str
+    description: str
+    args: type[_Args]
+    output: type[BaseModel]
+    run: Callable[[KnowledgeBase, Any], dict[str, Any]]
+
+    def declaration(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=_schema(self.args),
+            output_schema=_schema(self.output),
+            annotations=types.ToolAnnotations(
+                title=self.title,
+                read_only_hint=True,
+                destructive_hint=False,
+                idempotent_hint=True,
+                open_world_hint=False,
+            ),
+        )
+
+    def call(self, kb: KnowledgeBase, arguments: dict[str, Any] | None) -> types.CallToolResult:
+        """Run the tool; bad arguments and refusals come back as tool errors the model can read."""
+        try:
+            args = self.args.model_validate(arguments or {})
+        except ValidationError as exc:
+            return tool_error(f"invalid arguments for {self.name}: {_explain(exc)}")
+        try:
+            data = self.run(kb, args)
+        except KbkitError as exc:
+            return tool_error(str(exc))
+        return types.CallToolResult(
+            content=[types.TextContent(text=json.dumps(data, ensure_ascii=False))],
+            structured_content=data,
+        )
+
+
+KB_TOOLS: dict[str, KbTool] = {
+    tool.name: tool
+    for tool in (
+        KbTool(
+            name="search",
+            title="Search the knowledge base",
+            description=(
+                "Ranked full-text search over the team's indexed documents (BM25). Returns path, title, "
+                "score, a snippet and a kb://doc/ URI per hit; read a hit with resources/read on its URI "
+                "(or get_document). Write the query in plain words."
+            ),
+            args=SearchArgs,
+            output=SearchOutput,
+            run=_search,
+        ),
+        KbTool(
+            name="get_document",
+            title="Read a document",
+            description=(
+                "The text of any file under the kb folder with a supported extension, indexed or not, "
+                "by its path relative to that folder. Text over 1 MiB is cut: `truncated` says so and "
+                "`next_offset` is where to read on."
+            ),
+            args=GetDocumentArgs,
+            output=DocumentOutput,
+            run=_get_document,
+        ),
+    )
+}
+"""Every tool the kb side can offer; `[server] tools` picks from these."""
+
+
+def tool_error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    return _strip_titles(model.model_json_schema())
+
+
+def _strip_titles(node: Any) -> Any:
+    """pydantic adds a `title` to every node; they cost every agent tokens and say nothing."""
+    if isinstance(node, dict):
+        return {k: _strip_titles(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_strip_titles(v) for v in node]
+    return node
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "arguments"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)

@@ -1,0 +1,1 @@
+"""Writing kbkit's outputs into the repository: client configs and the managed .gitignore block."""
