@@ -1,0 +1,128 @@
+"""Search: natural language in, ranked hits out; the token budget and prefixes hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import make_project
+
+from kbkit.config import load_settings
+from kbkit.errors import QueryError
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.search import MAX_TERMS, compile_query, search_sql
+
+
+@pytest.fixture
+def kb(project: Path):
+    base = KnowledgeBase.open(load_settings(project))
+    base.scan()
+    yield base
+    base.close()
+
+
+def test_queries_become_quoted_or_joined_terms_without_stop_words() -> None:
+    compiled = compile_query('What is the "guard" (sequence) AND NOT near*?')
+    assert compiled.terms == ("guard", "sequence", "near")
+    assert compiled.match == '"guard" OR "sequence" OR "near"'
+
+
+def test_a_query_of_only_stop_words_still_searches_them() -> None:
+    assert compile_query("what is it").terms == ("what", "is", "it")
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_an_empty_query_is_a_clear_error(text: str) -> None:
+    with pytest.raises(QueryError, match="the query is empty"):
+        compile_query(text)
+
+
+def test_punctuation_only_is_a_clear_error() -> None:
+    with pytest.raises(QueryError, match="no words"):
+        compile_query("?!()**")
+
+
+def test_titles_and_headings_outrank_body_mentions(tmp_path: Path) -> None:
+    files = {
+        "body.md": "# Misc\n\nA long page that mentions rollback once among many other words here.\n",
+        "title.md": "# Rollback\n\nHow we undo a release.\n",
+    }
+    root = make_project(tmp_path / "p", files)
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        assert [hit.path for hit in kb.search("rollback").results] == ["title.md", "body.md"]
+    finally:
+        kb.close()
+
+
+def test_stemming_matches_other_forms_of_a_word(kb: KnowledgeBase) -> None:
+    assert kb.search("deployment rolling").results[0].path == "runbooks/deploy.rst"
+
+
+def test_hits_carry_path_title_score_snippet_and_uri(kb: KnowledgeBase) -> None:
+    (hit,) = kb.search("blue green").results
+    assert hit.path == "runbooks/deploy.rst"
+    assert hit.title == "Deploying"
+    assert hit.score > 0
+    assert "**blue**" in hit.snippet
+    assert hit.uri == "kb://doc/runbooks/deploy.rst"
+
+
+def test_path_prefix_narrows_the_hits(kb: KnowledgeBase) -> None:
+    assert {hit.path for hit in kb.search("guard sequence docs").results} >= {"adr/0001-guards.md"}
+    results = kb.search("guard sequence docs", path_prefix="guide/").results
+    assert [hit.path for hit in results] == ["guide/getting-started.md"]
+
+
+def test_an_unknown_prefix_explains_the_empty_result(kb: KnowledgeBase) -> None:
+    result = kb.search("guard", path_prefix="nowhere/")
+    assert result.results == []
+    assert "no indexed document's path starts with 'nowhere/'" in result.note
+
+
+def test_no_match_explains_which_words_were_tried(kb: KnowledgeBase) -> None:
+    result = kb.search("zeppelin quasar")
+    assert result.results == [] and "zeppelin, quasar" in result.note
+
+
+def test_an_empty_index_says_so(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {})
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        assert "holds no documents" in kb.search("anything").note
+    finally:
+        kb.close()
+
+
+def test_max_tokens_cuts_the_list_and_says_so(tmp_path: Path) -> None:
+    files = {f"doc{i}.md": f"# Doc {i}\n\nshared words about caching layers {i}\n" for i in range(20)}
+    root = make_project(tmp_path / "p", files)
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        full = kb.search("caching layers", limit=20, max_tokens=None)
+        cut = kb.search("caching layers", limit=20, max_tokens=200)
+        assert len(full.results) == 20 and not full.truncated
+        assert 1 <= len(cut.results) < 20 and cut.truncated
+        assert "max_tokens=200 cut the list" in cut.note
+    finally:
+        kb.close()
+
+
+def test_a_huge_query_is_cut_to_the_phrase_cap_with_a_note(kb: KnowledgeBase) -> None:
+    words = " ".join(f"word{i}" for i in range(2000))  # ~10 KB
+    result = kb.search(words + " guard")
+    assert f"cut to its first {MAX_TERMS} distinct words" in result.note
+
+
+@pytest.mark.parametrize("limit", [0, 101, -1])
+def test_limit_is_bounded(kb: KnowledgeBase, limit: int) -> None:
+    with pytest.raises(QueryError, match="limit"):
+        kb.search("guard", limit=limit)
+
+
+def test_the_ranking_sql_is_pinned() -> None:
+    assert "bm25(documents_fts, :w_title, :w_headings, :w_body)" in search_sql(False)
+    assert "substr(d.path, 1, :prefix_len) = :prefix" in search_sql(True)
