@@ -132,26 +132,51 @@ def search(
 
 
 @app.command()
-def serve(root: RootOption = None) -> None:
-    """Serve the kb to an agent over stdio (the command agents' configs run)."""
+def serve(
+    root: RootOption = None,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str | None, typer.Option("--host", help="HTTP bind address.")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="HTTP port ([server.http] port).")] = None,
+) -> None:
+    """Serve the kb to agents: over stdio (what agents' configs run), or over HTTP with --http."""
     import anyio
 
     from kbkit.diagnostics import boot_lines
     from kbkit.server.factory import create_server
-    from kbkit.server.stdio import serve_stdio
 
+    kb = None
     try:
         settings, kb = _open(root)
+        plan = None
+        if http:
+            from kbkit.server.http import plan_http
+
+            plan = plan_http(settings, host, port)
         report = kb.scan()
         server = create_server(kb)
     except KbkitError as exc:
+        if kb is not None:
+            kb.close()
         raise _fail(exc) from None
-    for line in boot_lines(
-        settings, report, transport="stdio", tools=settings.server_tools, repaired=kb.store.repaired
-    ):
+    lines = boot_lines(
+        settings,
+        report,
+        transport="http" if plan else "stdio",
+        tools=settings.server_tools,
+        repaired=kb.store.repaired,
+        http=plan.describe() if plan else (),
+    )
+    for line in lines:
         typer.echo(line, err=True)
     try:
-        anyio.run(serve_stdio, server)
+        if plan is not None:
+            from kbkit.server.http import serve_http
+
+            anyio.run(serve_http, server, plan)
+        else:
+            from kbkit.server.stdio import serve_stdio
+
+            anyio.run(serve_stdio, server)
     except KeyboardInterrupt:
         pass
     finally:

@@ -50,8 +50,26 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "name": Key(str, "kb", "the server name agents see"),
         "tools": Key(list, DEFAULT_TOOLS, "the tools offered (an allowlist)", str),
     },
+    "server.http": {
+        "host": Key(str, "127.0.0.1", "the address `kbkit serve --http` binds (loopback by default)"),
+        "port": Key(int, 18080, "the port `kbkit serve --http` listens on"),
+        "allowed_hosts": Key(list, [], 'extra Host header values accepted (e.g. "kb.internal:*")', str),
+        "allowed_origins": Key(list, [], 'extra Origin values accepted (e.g. "https://app.example")', str),
+        "max_sessions": Key(int, 100, "most 2025-11-25 sessions open at once"),
+        "session_idle_timeout": Key(int, 1800, "seconds before an idle 2025-11-25 session expires"),
+    },
 }
 """Every key kbkit.toml may hold. Unknown keys are an error naming the nearest valid one."""
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    host: str = "127.0.0.1"
+    port: int = 18080
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    max_sessions: int = 100
+    session_idle_timeout: int = 1800
 
 
 @dataclass(frozen=True)
@@ -64,6 +82,7 @@ class Settings:
     parsers: tuple[str, ...] = tuple(ALL_PARSERS)
     server_name: str = "kb"
     server_tools: tuple[str, ...] = tuple(DEFAULT_TOOLS)
+    http: HttpSettings = field(default_factory=lambda: HttpSettings())
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The process environment over `.env.local` (real variables win). Never printed."""
     sources: tuple[Path, ...] = ()
@@ -131,6 +150,7 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
         parsers=tuple(dict.fromkeys(parsers)),
         server_name=values["server"]["name"],
         server_tools=tuple(dict.fromkeys(values["server"]["tools"])),
+        http=_http_settings(values["server.http"]),
         env=load_env(root, environ),
         sources=tuple(sources),
     )
@@ -144,6 +164,37 @@ def load_env(root: Path, environ: Mapping[str, str] | None = None) -> dict[str, 
         merged.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
     merged.update(os.environ if environ is None else environ)
     return merged
+
+
+def _http_settings(values: dict[str, Any]) -> HttpSettings:
+    for name in ("port", "max_sessions", "session_idle_timeout"):
+        low = 0 if name == "port" else 1
+        if not low <= values[name] <= (65535 if name == "port" else 10**7):
+            raise ConfigError(f"{values[name]} is out of range", file=CONFIG_FILE, key=f"server.http.{name}")
+    return HttpSettings(
+        host=values["host"],
+        port=values["port"],
+        allowed_hosts=tuple(values["allowed_hosts"]),
+        allowed_origins=tuple(values["allowed_origins"]),
+        max_sessions=values["max_sessions"],
+        session_idle_timeout=values["session_idle_timeout"],
+    )
+
+
+def _flatten(data: dict[str, Any]) -> dict[str, Any]:
+    """`[server.http]` arrives nested in [server]; the schema names it as one dotted section."""
+    flat: dict[str, Any] = {}
+    for section, table in data.items():
+        if isinstance(table, dict):
+            nested = {k for k, v in table.items() if isinstance(v, dict) and f"{section}.{k}" in SCHEMA}
+            plain = {k: v for k, v in table.items() if k not in nested}
+            flat[section] = plain
+            for key, value in table.items():
+                if key not in plain:
+                    flat[f"{section}.{key}"] = value
+        else:
+            flat[section] = table
+    return flat
 
 
 def _defaults() -> dict[str, dict[str, Any]]:
@@ -168,7 +219,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 
 def _overlay(values: dict[str, dict[str, Any]], data: dict[str, Any], path: Path) -> None:
     """Validate `data` against SCHEMA and copy it over `values`."""
-    for section, table in data.items():
+    for section, table in _flatten(data).items():
         if section not in SCHEMA:
             raise ConfigError(
                 f"unknown section [{section}]{_nearest(section, SCHEMA)}; valid sections: "

@@ -39,11 +39,13 @@ def boot_lines(
     transport: str,
     tools: Iterable[str],
     repaired: str | None = None,
+    http: Iterable[str] = (),
 ) -> list[str]:
     lines = [
         f"kbkit {__version__} (Python {platform.python_version()}), transport: {transport}",
         f"root: {settings.root}, kb folder: {_relative(settings)}",
     ]
+    lines += list(http)
     if repaired:
         lines.append(f"index repaired: {repaired}")
     lines += [

@@ -39,7 +39,11 @@ def starter_config(kb_path: str = "docs") -> str:
             value = kb_path if (section, name) == ("kb", "path") else key.default
             table.add(tomlkit.comment(key.doc[0].upper() + key.doc[1:] + "."))
             table.add(name, value)
-        doc.add(section, table)
+        parent, _, child = section.partition(".")
+        if child:
+            doc[parent].append(child, table)
+        else:
+            doc.add(section, table)
     return tomlkit.dumps(doc)
 
 

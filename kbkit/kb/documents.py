@@ -90,7 +90,9 @@ def read_guarded(kb_root: Path, path: str, registry: Registry) -> RawFile:
         raise DocumentRefused("not-found", f"the kb folder cannot be opened ({exc.strerror})") from None
     try:
         for index, part in enumerate(parts[:-1]):
-            dir_fd = _enter(dir_fd, part, "/".join(parts[: index + 1]))
+            inner = _enter(dir_fd, part, "/".join(parts[: index + 1]))
+            os.close(dir_fd)
+            dir_fd = inner
         name = parts[-1]
         _refuse_symlink(dir_fd, name, path)
         if not registry.covers(path):
@@ -166,17 +168,14 @@ def extract(
 
 
 def _enter(dir_fd: int, part: str, shown: str) -> int:
-    """Open the folder `part` under `dir_fd` without following a symlink; closes `dir_fd`."""
+    """Open the folder `part` under `dir_fd` without following a symlink (the caller closes `dir_fd`)."""
     try:
-        try:
-            return os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                _refuse_symlink(dir_fd, part, shown)
-                raise DocumentRefused("not-found", f"{shown!r} is not a folder") from None
-            raise _open_error(exc, shown) from None
-    finally:
-        os.close(dir_fd)
+        return os.open(part, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            _refuse_symlink(dir_fd, part, shown)
+            raise DocumentRefused("not-found", f"{shown!r} is not a folder") from None
+        raise _open_error(exc, shown) from None
 
 
 def _refuse_symlink(dir_fd: int, name: str, shown: str) -> None:

@@ -1,0 +1,207 @@
+"""The streamable HTTP transport: the same server, behind a token, a Host/Origin gate and limits.
+
+    GET  /healthz   unauthenticated liveness: {"status": "ok"} and nothing else
+    *    /mcp       the MCP endpoint (2025-11-25 sessions and 2026-07-28 stateless requests)
+
+The shared secret `MCP_TOKEN` is required as `Authorization: Bearer <token>` (or `?token=`, the
+weaker form for clients that cannot set headers: query strings end up in logs and histories).
+`MCP_ALLOW_ANONYMOUS=1` lifts that for local development, never on a non-loopback bind.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+from mcp.server import Server
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kbkit.config import CONFIG_FILE, ENV_FILE, Settings
+from kbkit.errors import ConfigError
+
+TOKEN_VAR = "MCP_TOKEN"
+ANONYMOUS_VAR = "MCP_ALLOW_ANONYMOUS"
+MAX_BODY_BYTES = 1024 * 1024
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
+LOOPBACK_ORIGINS = (
+    "http://127.0.0.1:*",
+    "http://localhost:*",
+    "http://[::1]:*",
+    "http://127.0.0.1",
+    "http://localhost",
+    "http://[::1]",
+)
+
+
+@dataclass(frozen=True)
+class HttpPlan:
+    """Everything decided before binding: where, with which gate. Holds the token: never print it."""
+
+    host: str
+    port: int
+    token: str | None
+    loopback: bool
+    allowed_hosts: tuple[str, ...]
+    allowed_origins: tuple[str, ...]
+    max_sessions: int
+    session_idle_timeout: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}{MCP_PATH}"
+
+    def describe(self) -> list[str]:
+        """Boot lines: the URL, whether auth is on, and how far the bind reaches. Never the token."""
+        auth = (
+            f"auth: bearer token from {TOKEN_VAR} (or ?token=, weaker: it lands in logs)"
+            if self.token
+            else f"auth: OFF ({ANONYMOUS_VAR}=1, local development only)"
+        )
+        reach = (
+            "reach: loopback only (this machine)"
+            if self.loopback
+            else f"reach: NETWORK ({self.host}): any host that routes here may connect; the token guards it"
+        )
+        return [f"http: {self.url} (health: {HEALTH_PATH})", auth, reach]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def plan_http(settings: Settings, host: str | None = None, port: int | None = None) -> HttpPlan:
+    """Decide the bind and the gate, or refuse to start with the fix."""
+    host = host or settings.http.host
+    port = settings.http.port if port is None else port
+    token = settings.env.get(TOKEN_VAR) or None
+    anonymous = settings.env.get(ANONYMOUS_VAR, "") in ("1", "true", "yes")
+    loopback = is_loopback(host)
+    if token is None and not anonymous:
+        raise ConfigError(
+            f"no {TOKEN_VAR} is set, and the HTTP server requires one. Add a line "
+            f"{TOKEN_VAR}=<a long random string> to {ENV_FILE} (e.g. from "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`) or export it; "
+            f"for local development only, {ANONYMOUS_VAR}=1 runs without auth on loopback"
+        )
+    if token is None and not loopback:
+        raise ConfigError(
+            f"{ANONYMOUS_VAR}=1 is refused on a non-loopback bind ({host}); set {TOKEN_VAR} or bind 127.0.0.1"
+        )
+    if token is not None and len(token) < 16:
+        raise ConfigError(f"{TOKEN_VAR} is shorter than 16 characters; use a long random string")
+    allowed_hosts = [*LOOPBACK_HOSTS, *settings.http.allowed_hosts]
+    if not loopback:
+        if host in ("0.0.0.0", "::") and not settings.http.allowed_hosts:
+            raise ConfigError(
+                f"binding {host} accepts any Host header name; list the names clients use in "
+                '[server.http] allowed_hosts (e.g. ["kb.internal:*"]) so DNS rebinding stays blocked',
+                file=CONFIG_FILE,
+                key="server.http.allowed_hosts",
+            )
+        allowed_hosts += [f"{host}:*", host] if ":" not in host else [f"[{host}]:*"]
+    return HttpPlan(
+        host=host,
+        port=port,
+        token=token,
+        loopback=loopback,
+        allowed_hosts=tuple(dict.fromkeys(allowed_hosts)),
+        allowed_origins=tuple(dict.fromkeys([*LOOPBACK_ORIGINS, *settings.http.allowed_origins])),
+        max_sessions=settings.http.max_sessions,
+        session_idle_timeout=settings.http.session_idle_timeout,
+    )
+
+
+class BearerTokenGate:
+    """ASGI middleware: every path but /healthz needs the token (constant-time comparison)."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.token is None or scope["path"] == HEALTH_PATH:
+            await self.app(scope, receive, send)
+            return
+        if hmac.compare_digest(self._presented(scope), self.token):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(
+            {
+                "error": "unauthorized",
+                "message": f"missing or wrong token: send Authorization: Bearer <{TOKEN_VAR}>",
+            }
+        ).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="kbkit", error="invalid_token"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    @staticmethod
+    def _presented(scope: Scope) -> bytes:
+        for name, value in scope.get("headers", []):
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                return value[7:].strip()
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        return query.get("token", [""])[0].encode()
+
+
+async def _healthz(request: Request) -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+def build_app(server: Server[Any], plan: HttpPlan) -> ASGIApp:
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        max_request_body_size=MAX_BODY_BYTES,
+        session_idle_timeout=plan.session_idle_timeout,
+        max_sessions=plan.max_sessions,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(plan.allowed_hosts),
+            allowed_origins=list(plan.allowed_origins),
+        ),
+        host=plan.host,
+        custom_starlette_routes=[Route(HEALTH_PATH, _healthz, methods=["GET"])],
+    )
+    return BearerTokenGate(app, plan.token)
+
+
+async def serve_http(server: Server[Any], plan: HttpPlan) -> None:
+    """Serve until SIGINT/SIGTERM; in-flight requests finish first (uvicorn's graceful shutdown)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        build_app(server, plan),
+        host=plan.host,
+        port=plan.port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=10,
+        server_header=False,
+    )
+    await uvicorn.Server(config).serve()
