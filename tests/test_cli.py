@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 from pathlib import Path
@@ -59,9 +60,13 @@ def test_serve_refuses_a_bad_config_before_speaking_the_protocol(tmp_path: Path)
 
 def test_the_library_never_prints_to_stdout() -> None:
     package = Path(__file__).resolve().parents[1] / "kbkit"
-    offenders = [
-        str(path.relative_to(package))
-        for path in package.rglob("*.py")
-        if path.name != "cli.py" and ("print(" in path.read_text() or "sys.stdout" in path.read_text())
-    ]
+    offenders = []
+    for path in package.rglob("*.py"):
+        if path.name == "cli.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            prints = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+            stdout = isinstance(node, ast.Attribute) and node.attr == "stdout"
+            if prints or stdout:
+                offenders.append(f"{path.relative_to(package)}:{node.lineno}")
     assert offenders == []
