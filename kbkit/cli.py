@@ -181,6 +181,8 @@ def serve(
         pass
     finally:
         kb.close()
+        if plan is not None:
+            typer.echo("[kbkit] stopped: in-flight requests finished, index closed", err=True)
 
 
 def version_callback(value: bool) -> None:

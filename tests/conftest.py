@@ -82,3 +82,107 @@ async def serve_stdio(
             stdio_client(params, errlog=errlog), mode=mode, cache=None, read_timeout_seconds=30
         ) as c:
             yield c
+
+
+TEST_TOKEN = "test-token-0123456789abcdef"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class HttpServer:
+    """`kbkit serve --http` in a subprocess on a free loopback port."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        args: tuple[str, ...] = (),
+        token: str | None = TEST_TOKEN,
+    ) -> None:
+        import subprocess
+
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = root / "http-stderr.log"
+        self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [*kbkit_command(), "serve", "--http", "--root", str(root), "--port", str(self.port), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env=_child_env(token, env),
+        )
+
+    def wait_ready(self, timeout: float = 30.0) -> HttpServer:
+        import time
+
+        import httpx2
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"kbkit serve --http exited: {self.stderr()}")
+            try:
+                if httpx2.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx2.TransportError:
+                time.sleep(0.05)
+        raise TimeoutError(f"kbkit serve --http did not answer /healthz: {self.stderr()}")
+
+    def stderr(self) -> str:
+        return self.log_path.read_text()  # the child writes to the file itself; nothing is buffered here
+
+    def stop(self) -> int:
+        import signal
+        import subprocess
+
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        self._log.close()
+        return self.process.returncode
+
+
+def _child_env(token: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in ("MCP_TOKEN", "MCP_ALLOW_ANONYMOUS")}
+    if token is not None:
+        env["MCP_TOKEN"] = token
+    return {**env, **(extra or {})}
+
+
+@pytest.fixture
+def http_server(project: Path):
+    server = HttpServer(project).wait_ready()
+    yield server
+    server.stop()
+
+
+def auth_headers(token: str = TEST_TOKEN) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@asynccontextmanager
+async def http_client(
+    url: str, mode: str = "legacy", headers: Mapping[str, str] | None = None
+) -> AsyncIterator[Client]:
+    """The real mcp client over streamable HTTP, with the bearer token."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers=dict(headers or auth_headers()), timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode, cache=None) as client,
+    ):
+        yield client

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+import uvicorn
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
@@ -190,10 +191,18 @@ def build_app(server: Server[Any], plan: HttpPlan) -> ASGIApp:
     return BearerTokenGate(app, plan.token)
 
 
+class _GracefulServer(uvicorn.Server):
+    """uvicorn re-raises a caught SIGTERM/SIGINT after its graceful shutdown, which would kill the
+    process before our own cleanup (closing the index) runs; forget the signal instead, so
+    `kbkit serve --http` ends with exit code 0 after a clean shutdown."""
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()
+
+
 async def serve_http(server: Server[Any], plan: HttpPlan) -> None:
     """Serve until SIGINT/SIGTERM; in-flight requests finish first (uvicorn's graceful shutdown)."""
-    import uvicorn
-
     config = uvicorn.Config(
         build_app(server, plan),
         host=plan.host,
@@ -204,4 +213,4 @@ async def serve_http(server: Server[Any], plan: HttpPlan) -> None:
         timeout_graceful_shutdown=10,
         server_header=False,
     )
-    await uvicorn.Server(config).serve()
+    await _GracefulServer(config).serve()

@@ -1,0 +1,374 @@
+"""`kbkit serve --http`: the same server behind a token, a Host/Origin gate and limits.
+
+The contract test here and in test_server_stdio.py pins the exact tool list over both transports
+and both protocol eras: when the tool surface changes, these are the tests that notice.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from conftest import (
+    ERAS,
+    TEST_TOKEN,
+    HttpServer,
+    auth_headers,
+    http_client,
+    kbkit_command,
+    make_project,
+    serve_stdio,
+)
+
+pytestmark = pytest.mark.anyio
+
+EXPECTED_TOOLS = ["search", "get_document"]
+MODERN = "2026-07-28"
+JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+def modern_meta() -> dict:
+    return {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "contract-test", "version": "1"},
+    }
+
+
+def sse_json(response: httpx2.Response) -> dict:
+    """The JSON-RPC message in a response, whether sent as JSON or as one SSE event."""
+    import json
+
+    if response.headers.get("content-type", "").startswith("application/json"):
+        return response.json()
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1])
+
+
+def test_the_2025_handshake_over_raw_http(http_server: HttpServer) -> None:
+    headers = {**auth_headers(), **JSON_HEADERS}
+    init = httpx2.post(
+        http_server.url,
+        headers=headers,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+    )
+    assert init.status_code == 200
+    assert sse_json(init)["result"]["protocolVersion"] == "2025-11-25"
+    session = {
+        **headers,
+        "mcp-session-id": init.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    initialized = httpx2.post(
+        http_server.url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+    )
+    assert initialized.status_code == 202
+    tools = sse_json(
+        httpx2.post(
+            http_server.url, headers=session, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        )
+    )
+    assert [tool["name"] for tool in tools["result"]["tools"]] == EXPECTED_TOOLS
+    call = sse_json(
+        httpx2.post(
+            http_server.url,
+            headers=session,
+            json={
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "search", "arguments": {"query": "guard sequence"}},
+            },
+        )
+    )
+    assert call["result"]["structuredContent"]["results"][0]["path"] == "adr/0001-guards.md"
+
+
+def test_the_2026_stateless_requests_over_raw_http(http_server: HttpServer) -> None:
+    headers = {**auth_headers(), **JSON_HEADERS, "mcp-protocol-version": MODERN}
+
+    def post(method: str, params: dict | None = None) -> dict:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": method,
+            "params": {**(params or {}), "_meta": modern_meta()},
+        }
+        routing = {"mcp-method": method}
+        if params and "name" in params:
+            routing["mcp-name"] = params["name"]
+        response = httpx2.post(http_server.url, headers={**headers, **routing}, json=body)
+        assert response.status_code == 200, response.text
+        assert "mcp-session-id" not in response.headers
+        return sse_json(response)["result"]
+
+    discovered = post("server/discover")
+    assert MODERN in discovered["supportedVersions"]
+    assert set(discovered["capabilities"]) >= {"tools", "resources"}
+    assert [tool["name"] for tool in post("tools/list")["tools"]] == EXPECTED_TOOLS
+    found = post("tools/call", {"name": "search", "arguments": {"query": "blue green"}})
+    assert found["structuredContent"]["results"][0]["uri"] == "kb://doc/runbooks/deploy.rst"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_the_same_tools_over_http_and_stdio_in_both_eras(project: Path, mode: str) -> None:
+    server = HttpServer(project).wait_ready()
+    try:
+        async with http_client(server.url, mode) as remote, serve_stdio(project, mode) as local:
+            assert remote.protocol_version == local.protocol_version
+            remote_tools = (await remote.list_tools()).tools
+            local_tools = (await local.list_tools()).tools
+            assert [t.name for t in remote_tools] == EXPECTED_TOOLS
+            assert [t.model_dump() for t in remote_tools] == [t.model_dump() for t in local_tools]
+            remote_hits = (await remote.call_tool("search", {"query": "write-ahead"})).structured_content
+            local_hits = (await local.call_tool("search", {"query": "write-ahead"})).structured_content
+            assert remote_hits == local_hits
+            doc = (await remote.read_resource("kb://doc/notes.txt")).contents[0]
+            assert "write-ahead" in doc.text
+    finally:
+        assert server.stop() == 0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong-token-wrong-token"},
+        {"Authorization": f"Basic {TEST_TOKEN}"},
+        {"Authorization": f"Bearer {TEST_TOKEN[:-1]}"},
+    ],
+    ids=["missing", "wrong", "not-bearer", "prefix-of-the-token"],
+)
+def test_a_missing_or_wrong_token_gets_401_and_the_server_keeps_running(
+    http_server: HttpServer, headers
+) -> None:
+    response = httpx2.post(http_server.url, headers={**JSON_HEADERS, **headers}, json={})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert response.json()["error"] == "unauthorized"
+    assert TEST_TOKEN not in response.text
+    assert httpx2.get(f"{http_server.base}/healthz").json() == {"status": "ok"}
+
+
+def test_the_query_string_token_is_accepted_for_clients_without_headers(http_server: HttpServer) -> None:
+    response = httpx2.post(
+        f"{http_server.url}?token={TEST_TOKEN}",
+        headers={**JSON_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/list"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}},
+    )
+    assert response.status_code == 200
+
+
+def test_healthz_needs_no_token_and_says_nothing_internal(http_server: HttpServer) -> None:
+    response = httpx2.get(f"{http_server.base}/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "status"),
+    [({"origin": "http://evil.example"}, 403), ({"host": "evil.example:80"}, 421)],
+    ids=["bad-origin", "bad-host"],
+)
+def test_the_dns_rebinding_gate_refuses_foreign_hosts_and_origins(
+    http_server: HttpServer, extra, status
+) -> None:
+    response = httpx2.post(http_server.url, headers={**auth_headers(), **JSON_HEADERS, **extra}, json={})
+    assert response.status_code == status
+
+
+def test_a_loopback_origin_is_accepted(http_server: HttpServer) -> None:
+    headers = {
+        **auth_headers(),
+        **JSON_HEADERS,
+        "origin": f"http://localhost:{http_server.port}",
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/list",
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
+    assert httpx2.post(http_server.url, headers=headers, json=body).status_code == 200
+
+
+def test_bodies_over_1_mib_get_413(http_server: HttpServer) -> None:
+    body = (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "'
+        + b"x" * (1024 * 1024)
+        + b'"}}'
+    )
+    response = httpx2.post(http_server.url, headers={**auth_headers(), **JSON_HEADERS}, content=body)
+    assert response.status_code == 413
+
+
+def test_malformed_json_gets_a_json_rpc_parse_error(http_server: HttpServer) -> None:
+    for extra in ({}, {"mcp-protocol-version": MODERN}):
+        response = httpx2.post(
+            http_server.url, headers={**auth_headers(), **JSON_HEADERS, **extra}, content=b"{nope"
+        )
+        assert sse_json(response)["error"]["code"] == -32700
+
+
+def test_old_era_sessions_are_bounded_in_number(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n[server.http]\nmax_sessions = 2\n')
+    server = HttpServer(root).wait_ready()
+    try:
+        headers = {**auth_headers(), **JSON_HEADERS}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        statuses = [httpx2.post(server.url, headers=headers, json=init).status_code for _ in range(3)]
+        assert statuses == [200, 200, 503]
+    finally:
+        server.stop()
+
+
+def test_anonymous_mode_is_refused_off_loopback(project: Path) -> None:
+    env = {"MCP_ALLOW_ANONYMOUS": "1", "MCP_TOKEN": ""}
+    result = subprocess.run(
+        [*kbkit_command(), "serve", "--http", "--root", str(project), "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(**env),
+    )
+    assert result.returncode == 2
+    assert "MCP_ALLOW_ANONYMOUS=1 is refused on a non-loopback bind" in result.stderr
+
+
+def test_no_token_refuses_to_start_and_says_how_to_set_one(project: Path) -> None:
+    result = subprocess.run(
+        [*kbkit_command(), "serve", "--http", "--root", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
+    assert result.returncode == 2
+    assert "no MCP_TOKEN is set" in result.stderr and ".env.local" in result.stderr
+
+
+def test_anonymous_mode_works_on_loopback_and_the_boot_line_says_auth_is_off(project: Path) -> None:
+    server = HttpServer(project, token=None, env={"MCP_ALLOW_ANONYMOUS": "1"}).wait_ready()
+    try:
+        response = httpx2.post(
+            server.url,
+            headers={**JSON_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/list"},
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}},
+        )
+        assert response.status_code == 200
+        assert "auth: OFF (MCP_ALLOW_ANONYMOUS=1" in server.stderr()
+    finally:
+        server.stop()
+
+
+def test_a_network_bind_needs_a_token_and_the_boot_line_says_it_reaches_the_network(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p", config='[kb]\npath = "docs"\n[server.http]\nallowed_hosts = ["kb.test:*"]\n'
+    )
+    server = HttpServer(root, args=("--host", "0.0.0.0")).wait_ready()
+    try:
+        log = server.stderr()
+        assert "reach: NETWORK (0.0.0.0)" in log
+        assert "auth: bearer token from MCP_TOKEN" in log
+        assert TEST_TOKEN not in log
+    finally:
+        server.stop()
+
+
+def test_the_token_from_env_local_works_and_never_appears_in_boot_lines(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p")
+    secret = "from-env-local-0123456789"
+    (root / ".env.local").write_text(f"MCP_TOKEN={secret}\n")
+    server = HttpServer(root, token=None).wait_ready()
+    try:
+        headers = {**JSON_HEADERS, "mcp-protocol-version": MODERN, "mcp-method": "tools/list"}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": modern_meta()}}
+        assert (
+            httpx2.post(server.url, headers={**headers, **auth_headers(secret)}, json=body).status_code == 200
+        )
+        assert httpx2.post(server.url, headers={**headers, **auth_headers()}, json=body).status_code == 401
+    finally:
+        server.stop()
+    assert secret not in server.stderr()
+
+
+def hold_the_index(root: Path) -> sqlite3.Connection:
+    """Take SQLite's exclusive lock on the index, so every read waits on its busy timeout."""
+    conn = sqlite3.connect(root / ".kbkit" / "index.db", isolation_level=None)
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+    conn.execute("BEGIN EXCLUSIVE")
+    conn.execute("UPDATE documents SET title = title WHERE 0")
+    return conn
+
+
+async def test_healthz_answers_while_a_long_search_is_running(http_server: HttpServer, project: Path) -> None:
+    lock = hold_the_index(project)
+    finished = {}
+
+    async def slow_search() -> None:
+        async with http_client(http_server.url, "auto") as client:
+            finished["result"] = await client.call_tool("search", {"query": "guard"})
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(slow_search)
+        await anyio.sleep(1.0)  # the search is now waiting on the lock
+        assert "result" not in finished
+        async with httpx2.AsyncClient() as http:
+            started = time.monotonic()
+            health = await http.get(f"{http_server.base}/healthz")
+            assert health.json() == {"status": "ok"}
+            assert time.monotonic() - started < 1.0
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert not finished["result"].is_error
+
+
+async def test_sigterm_lets_in_flight_requests_finish_then_closes_the_index(project: Path) -> None:
+    server = HttpServer(project).wait_ready()
+    lock = hold_the_index(project)
+    finished = {}
+
+    async def slow_search() -> None:
+        async with http_client(server.url, "auto") as client:
+            await client.list_tools()  # the client checks results against the output schema it listed
+            finished["result"] = await client.call_tool("search", {"query": "blue green"})
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(slow_search)
+        await anyio.sleep(1.0)
+        server.process.terminate()
+        await anyio.sleep(0.5)
+        assert server.process.poll() is None  # still finishing the search
+        lock.execute("ROLLBACK")
+        lock.close()
+    assert finished["result"].structured_content["results"][0]["path"] == "runbooks/deploy.rst"
+    assert server.process.wait(timeout=20) == 0
+    server.stop()
+    assert "stopped: in-flight requests finished, index closed" in server.stderr()
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """This environment without any token, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MCP_TOKEN", "MCP_ALLOW_ANONYMOUS")}
+    return {**env, **extra}
