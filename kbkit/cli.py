@@ -26,6 +26,10 @@ RootOption = Annotated[
 ]
 
 
+def _stderr_line(line: str) -> None:
+    typer.echo(f"[kbkit] {line}", err=True)
+
+
 def _fail(exc: KbkitError) -> typer.Exit:
     typer.echo(f"kbkit: error: {exc}", err=True)
     return typer.Exit(code=2)
@@ -141,7 +145,7 @@ def serve(
     """Serve the kb to agents: over stdio (what agents' configs run), or over HTTP with --http."""
     import anyio
 
-    from kbkit.diagnostics import boot_lines
+    from kbkit.diagnostics import boot_lines, memory_line
     from kbkit.server.factory import create_server
 
     kb = None
@@ -153,7 +157,8 @@ def serve(
 
             plan = plan_http(settings, host, port)
         report = kb.scan()
-        server = create_server(kb)
+        attach_memory = plan is None or settings.http.memory
+        server = create_server(kb, attach_memory=attach_memory, report=_stderr_line)
     except KbkitError as exc:
         if kb is not None:
             kb.close()
@@ -165,6 +170,7 @@ def serve(
         tools=settings.server_tools,
         repaired=kb.store.repaired,
         http=plan.describe() if plan else (),
+        memory=memory_line(settings, server.memory, over_http=plan is not None),
     )
     for line in lines:
         typer.echo(line, err=True)

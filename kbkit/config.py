@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
 
@@ -26,6 +28,8 @@ STATE_DIR = ".kbkit"
 
 DEFAULT_EXCLUDE_DIRS = [".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".kbkit"]
 DEFAULT_TOOLS = ["search", "get_document"]
+DEFAULT_MEMORY_CREDENTIAL = "HINDSIGHT_API_KEY"
+DEFAULT_MEMORY_TOOLS = ["retain", "recall", "reflect"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "allowed_origins": Key(list, [], 'extra Origin values accepted (e.g. "https://app.example")', str),
         "max_sessions": Key(int, 100, "most 2025-11-25 sessions open at once"),
         "session_idle_timeout": Key(int, 1800, "seconds before an idle 2025-11-25 session expires"),
+        "memory": Key(bool, False, "attach the session-memory tools over HTTP too (mixes callers' memory)"),
+    },
+    "memory": {
+        "url": Key(str, "", "the memory MCP endpoint (streamable HTTP); {bank} is replaced by bank"),
+        "command": Key(list, [], "or: a command that runs the memory MCP server over stdio", str),
+        "bank": Key(str, "default", "the memory bank name, for {bank} in url"),
+        "credential": Key(str, DEFAULT_MEMORY_CREDENTIAL, "the NAME of the variable holding the key"),
+        "tools": Key(list, DEFAULT_MEMORY_TOOLS, "the memory tools offered (an allowlist)", str),
+        "prefix": Key(str, "", 'a prefix for the memory tools\' names, e.g. "memory_"'),
+        "timeout": Key(int, 30, "seconds a memory call may take"),
     },
 }
 """Every key kbkit.toml may hold. Unknown keys are an error naming the nearest valid one."""
@@ -70,6 +84,29 @@ class HttpSettings:
     allowed_origins: tuple[str, ...] = ()
     max_sessions: int = 100
     session_idle_timeout: int = 1800
+    memory: bool = False
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    url: str = ""
+    command: tuple[str, ...] = ()
+    bank: str = "default"
+    credential: str = DEFAULT_MEMORY_CREDENTIAL
+    tools: tuple[str, ...] = tuple(DEFAULT_MEMORY_TOOLS)
+    prefix: str = ""
+    timeout: int = 30
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.url or self.command)
+
+    @property
+    def endpoint(self) -> str:
+        """The upstream URL with the bank filled in (or the command line), for people: no secrets."""
+        if self.command:
+            return " ".join(self.command)
+        return self.url.replace("{bank}", self.bank)
 
 
 @dataclass(frozen=True)
@@ -83,6 +120,7 @@ class Settings:
     server_name: str = "kb"
     server_tools: tuple[str, ...] = tuple(DEFAULT_TOOLS)
     http: HttpSettings = field(default_factory=lambda: HttpSettings())
+    memory: MemorySettings = field(default_factory=lambda: MemorySettings())
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The process environment over `.env.local` (real variables win). Never printed."""
     sources: tuple[Path, ...] = ()
@@ -151,6 +189,7 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
         server_name=values["server"]["name"],
         server_tools=tuple(dict.fromkeys(values["server"]["tools"])),
         http=_http_settings(values["server.http"]),
+        memory=_memory_settings(values["memory"]),
         env=load_env(root, environ),
         sources=tuple(sources),
     )
@@ -178,6 +217,48 @@ def _http_settings(values: dict[str, Any]) -> HttpSettings:
         allowed_origins=tuple(values["allowed_origins"]),
         max_sessions=values["max_sessions"],
         session_idle_timeout=values["session_idle_timeout"],
+        memory=values["memory"],
+    )
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{0,64}")
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _memory_settings(values: dict[str, Any]) -> MemorySettings:
+    def fail(key: str, message: str) -> ConfigError:
+        return ConfigError(message, file=CONFIG_FILE, key=f"memory.{key}")
+
+    if values["url"] and values["command"]:
+        raise fail("url", "set either url (streamable HTTP) or command (stdio), not both")
+    if values["url"] and not values["url"].startswith(("http://", "https://")):
+        raise fail(
+            "url",
+            f"{values['url']!r} is not an http(s) URL; e.g. https://api.hindsight.vectorize.io/mcp/{{bank}}/",
+        )
+    parts = urlsplit(values["url"])
+    if parts.username or parts.password or "key=" in parts.query.lower() or "token=" in parts.query.lower():
+        raise fail(
+            "url", "put no credentials in the URL; the key goes in .env.local, named by [memory] credential"
+        )
+    if not _VAR_NAME.fullmatch(values["credential"]):
+        raise fail(
+            "credential",
+            f"{values['credential']!r} is not a variable name; it names the variable, "
+            'e.g. credential = "HINDSIGHT_API_KEY", and the key itself goes in .env.local',
+        )
+    if not _TOOL_NAME.fullmatch(values["prefix"]):
+        raise fail("prefix", "use only letters, digits, '_', '.' and '-' (at most 64)")
+    if not 1 <= values["timeout"] <= 3600:
+        raise fail("timeout", f"{values['timeout']} is out of range (1 to 3600 seconds)")
+    return MemorySettings(
+        url=values["url"],
+        command=tuple(values["command"]),
+        bank=values["bank"],
+        credential=values["credential"],
+        tools=tuple(dict.fromkeys(values["tools"])),
+        prefix=values["prefix"],
+        timeout=values["timeout"],
     )
 
 
@@ -257,7 +338,7 @@ def _check_type(value: Any, key: Key, file: str, dotted: str) -> Any:
             file=file,
             key=dotted,
         )
-    if key.type is str and not value.strip():
+    if key.type is str and key.default and not value.strip():
         raise ConfigError("must not be empty", file=file, key=dotted)
     return value
 

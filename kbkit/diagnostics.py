@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from kbkit import __version__
 from kbkit.config import Settings
 from kbkit.kb.indexer import ScanReport
+
+if TYPE_CHECKING:
+    from kbkit.server.memory import MemoryProxy
 
 PREFIX = "[kbkit]"
 
@@ -40,6 +44,7 @@ def boot_lines(
     tools: Iterable[str],
     repaired: str | None = None,
     http: Iterable[str] = (),
+    memory: str = "memory: off (not configured: add a [memory] section with url to kbkit.toml)",
 ) -> list[str]:
     lines = [
         f"kbkit {__version__} (Python {platform.python_version()}), transport: {transport}",
@@ -52,6 +57,21 @@ def boot_lines(
         describe_scan(report),
         f"parsers: {', '.join(settings.parsers)}",
         f"tools: {', '.join(tools) or 'none ([server] tools is empty)'}",
-        "memory: off (session memory is not configured)",
+        memory,
     ]
     return [f"{PREFIX} {line}" for line in lines]
+
+
+def memory_line(settings: Settings, proxy: MemoryProxy | None, *, over_http: bool) -> str:
+    """The memory boot line: on its way, off and why, or (over HTTP) deliberately not attached."""
+    if over_http and not settings.http.memory and settings.memory.configured:
+        return (
+            "memory: off over HTTP (session memory is one user's state; set [server.http] memory = true "
+            "to attach it to this shared server)"
+        )
+    if proxy is None:
+        return "memory: off (not configured: add a [memory] section with url to kbkit.toml)"
+    line = proxy.status.line()
+    if over_http and proxy.enabled:
+        line += "; WARNING: attached over HTTP, every caller shares one memory bank"
+    return line

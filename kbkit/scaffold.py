@@ -14,6 +14,18 @@ from kbkit.sync.gitignore import update_gitignore
 ALWAYS_IGNORED = (f"{STATE_DIR}/", ENV_FILE, LOCAL_CONFIG_FILE)
 """What every kbkit project keeps out of git: the index and state, secrets, personal overrides."""
 
+OPT_IN_SECTIONS = {
+    "memory": """\
+[memory]
+Session memory tools from a remote memory MCP service (Hindsight-style retain/recall/reflect).
+They appear only when the key is present; put HINDSIGHT_API_KEY=... in .env.local, never here.
+url = "https://api.hindsight.vectorize.io/mcp/{bank}/"
+bank = "my-team"
+credential = "HINDSIGHT_API_KEY"
+tools = ["retain", "recall", "reflect"]""",
+}
+"""Sections off by default: written as a commented example to uncomment."""
+
 HEADER = """\
 kbkit configuration: the one source of truth for the kb server and every agent's config.
 Personal overrides go in kbkit.local.toml and secrets in .env.local (both untracked)."""
@@ -34,6 +46,10 @@ def starter_config(kb_path: str = "docs") -> str:
         doc.add(tomlkit.comment(line))
     for section, keys in SCHEMA.items():
         doc.add(tomlkit.nl())
+        if section in OPT_IN_SECTIONS:
+            for line in OPT_IN_SECTIONS[section].splitlines():
+                doc.add(tomlkit.comment(line))
+            continue
         table = tomlkit.table()
         for name, key in keys.items():
             value = kb_path if (section, name) == ("kb", "path") else key.default

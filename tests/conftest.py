@@ -67,7 +67,12 @@ def kbkit_command() -> list[str]:
 
 @asynccontextmanager
 async def serve_stdio(
-    root: Path, mode: str = "legacy", *, stderr_path: Path | None = None, env: Mapping[str, str] | None = None
+    root: Path,
+    mode: str = "legacy",
+    *,
+    stderr_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    message_handler=None,  # noqa: ANN001 - the SDK's MessageHandlerFnT
 ) -> AsyncIterator[Client]:
     """`kbkit serve --root ROOT` in a subprocess, with the real mcp client connected over stdio."""
     command = kbkit_command()
@@ -79,7 +84,11 @@ async def serve_stdio(
     log_path = stderr_path or root / "serve-stderr.log"
     with open(log_path, "w", encoding="utf-8") as errlog:
         async with Client(
-            stdio_client(params, errlog=errlog), mode=mode, cache=None, read_timeout_seconds=30
+            stdio_client(params, errlog=errlog),
+            mode=mode,
+            cache=None,
+            read_timeout_seconds=30,
+            message_handler=message_handler,
         ) as c:
             yield c
 

@@ -7,7 +7,8 @@ schemas, and answers both protocol eras (2025-11-25 sessions, 2026-07-28 statele
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio.to_thread
@@ -23,6 +24,8 @@ from kbkit.config import CONFIG_FILE
 from kbkit.errors import ConfigError, IndexUnavailable
 from kbkit.kb.base import KnowledgeBase
 from kbkit.server import resources
+from kbkit.server.memory import MemoryProxy
+from kbkit.server.notify import Notifier
 from kbkit.server.tools import KB_TOOLS, KbTool
 
 INSTRUCTIONS = (
@@ -46,9 +49,52 @@ def select_tools(allowlist: tuple[str, ...]) -> dict[str, KbTool]:
     return {name: KB_TOOLS[name] for name in allowlist}
 
 
-def create_server(kb: KnowledgeBase) -> Server[Any]:
-    tools = select_tools(kb.settings.server_tools)
+class KbServer(Server[Any]):
+    """The SDK server plus what kbkit hangs on it: the notifier and the memory proxy.
+
+    `create_initialization_options` defaults to kbkit's own notification options, because the
+    HTTP session manager calls it without arguments, and both transports must advertise the same.
+    """
+
+    notifier: Notifier
+    memory: MemoryProxy | None
+    notification_options: NotificationOptions
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or self.notification_options, experimental_capabilities, extensions
+        )
+
+
+def create_server(
+    kb: KnowledgeBase,
+    *,
+    attach_memory: bool = True,
+    report: Callable[[str], None] | None = None,
+) -> KbServer:
+    """The one server: kb tools and resources, plus memory tools when `[memory]` and its key allow.
+
+    `report` receives later status lines (memory coming up or going away) for stderr.
+    """
+    settings = kb.settings
+    tools = select_tools(settings.server_tools)
     declarations = [tool.declaration() for tool in tools.values()]
+    notifier = Notifier()
+    memory = None
+    if attach_memory and settings.memory.configured:
+        memory = MemoryProxy(
+            settings.memory,
+            settings.env,
+            reserved_names=KB_TOOLS,
+            on_tools_changed=notifier.tools_changed,
+            report=report,
+        )
+    dynamic_tools = memory is not None and memory.enabled
 
     async def in_thread(fn: Callable[..., T], *args: Any) -> T:
         """SQLite and parsing block; the event loop keeps answering meanwhile."""
@@ -60,17 +106,21 @@ def create_server(kb: KnowledgeBase) -> Server[Any]:
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=declarations)
+        extra = memory.tools if memory is not None else []
+        return types.ListToolsResult(tools=[*declarations, *extra])
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         tool = tools.get(params.name)
-        if tool is None:
-            raise MCPError(
-                types.INVALID_PARAMS, f"unknown tool {params.name!r}; this server offers: " + ", ".join(tools)
-            )
-        return await in_thread(tool.call, kb, params.arguments)
+        if tool is not None:
+            return await in_thread(tool.call, kb, params.arguments)
+        if memory is not None and memory.owns(params.name):
+            return await memory.call(params.name, params.arguments)
+        offered = [*tools, *(t.name for t in (memory.tools if memory else []))]
+        raise MCPError(
+            types.INVALID_PARAMS, f"unknown tool {params.name!r}; this server offers: {', '.join(offered)}"
+        )
 
     async def on_list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -87,19 +137,33 @@ def create_server(kb: KnowledgeBase) -> Server[Any]:
     ) -> types.ReadResourceResult:
         return await in_thread(resources.read_resource, kb, params.uri)
 
-    return Server(
-        kb.settings.server_name,
+    @asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with anyio.create_task_group() as group:
+            if dynamic_tools:
+                await group.start(memory.run)
+                await memory.wait_first_attempt()
+            try:
+                yield {}
+            finally:
+                notifier.close()
+                group.cancel_scope.cancel()
+
+    server = KbServer(
+        settings.server_name,
         version=__version__,
         title="kbkit knowledge base",
         instructions=INSTRUCTIONS,
+        lifespan=lifespan,
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         on_list_resources=on_list_resources,
         on_list_resource_templates=on_list_resource_templates,
         on_read_resource=on_read_resource,
+        on_subscriptions_listen=notifier.listen if dynamic_tools else None,
     )
-
-
-def initialization_options(server: Server[Any]) -> InitializationOptions:
-    """What the handshake advertises: exactly what is implemented (no change notifications yet)."""
-    return server.create_initialization_options(NotificationOptions())
+    server.middleware.append(notifier.track)
+    server.notifier = notifier
+    server.memory = memory
+    server.notification_options = NotificationOptions(tools_changed=dynamic_tools)
+    return server

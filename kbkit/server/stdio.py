@@ -7,9 +7,7 @@ from typing import Any
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
-from kbkit.server.factory import initialization_options
-
 
 async def serve_stdio(server: Server[Any]) -> None:
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, initialization_options(server))
+        await server.run(read_stream, write_stream, server.create_initialization_options())
