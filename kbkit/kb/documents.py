@@ -68,6 +68,10 @@ def check_path(path: str) -> list[str]:
         raise DocumentRefused("invalid-path", "the path is empty; give a path relative to the kb folder")
     if "\x00" in path:
         raise DocumentRefused("invalid-path", "the path contains a NUL byte")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise DocumentRefused("invalid-path", "the path is not valid Unicode (a lone surrogate)") from None
     if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
         raise DocumentRefused("invalid-path", f"{path!r} is absolute; give a path relative to the kb folder")
     parts = path.split("/")

@@ -112,6 +112,8 @@ def walk(kb_root: Path, registry: Registry, rules: IgnoreRules) -> Iterator[_See
         except OSError:
             continue  # an unreadable folder is skipped; get_document will say why if asked
         for entry in entries:
+            if not _is_utf8(entry.name):
+                continue  # a name that is not UTF-8 cannot be a path in the index or a URI
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -126,6 +128,14 @@ def walk(kb_root: Path, registry: Registry, rules: IgnoreRules) -> Iterator[_See
                 and not rules.skips_file(rel)
             ):
                 yield _Seen(rel, info.st_size, info.st_mtime_ns)
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.scandir hands undecodable bytes over as lone surrogates
+        return False
+    return True
 
 
 def _apply(

@@ -6,6 +6,7 @@ guard sequence refuses any extension the active registry does not cover.
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import re
@@ -45,8 +46,38 @@ def decode_text(data: bytes) -> str:
         ) from None
 
 
-_FENCE = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
-_ATX = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\n]*))?$", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=64)
+def _fence_close(char: str, width: int) -> re.Pattern[str]:
+    return re.compile(rf"^ {{0,3}}{re.escape(char)}{{{width},}}[ \t]*$", re.MULTILINE)
+
+
+def _strip_fences(text: str) -> str:
+    """Drop fenced code blocks in one pass (an unclosed fence runs to the end, as in CommonMark)."""
+    kept, pos = [], 0
+    while match := _FENCE_OPEN.search(text, pos):
+        fence = match.group(1)
+        kept.append(text[pos : match.start()])
+        close = _fence_close(fence[0], len(fence)).search(text, match.end())
+        if close is None:
+            return "".join(kept)
+        pos = close.end()
+    kept.append(text[pos:])
+    return "".join(kept)
+
+
+def _atx_text(raw: str | None) -> str:
+    """A heading's text without its optional closing run of #s (kept out of the regex: no backtracking)."""
+    text = (raw or "").rstrip(" \t")
+    unclosed = text.rstrip("#")
+    if unclosed != text and (not unclosed or unclosed[-1] in " \t"):
+        text = unclosed.rstrip(" \t")
+    return text
+
+
 _SETEXT = re.compile(r"^(?! {4})([^\n#>\-*=][^\n]*)\n {0,3}(=+|-+)[ \t]*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$\n?", re.MULTILINE | re.DOTALL)
 
@@ -70,8 +101,9 @@ def _clean_title(value: object) -> str | None:
 
 def parse_markdown(data: bytes) -> ParsedText:
     meta, body = _front_matter(decode_text(data))
-    prose = _FENCE.sub("", body)
-    atx = [(m.start(), len(m.group(1)), m.group(2)) for m in _ATX.finditer(prose)]
+    prose = _strip_fences(body)
+    atx = [(m.start(), len(m.group(1)), _atx_text(m.group(2))) for m in _ATX.finditer(prose)]
+    atx = [heading for heading in atx if heading[2]]
     setext = [(m.start(), 1 if m.group(2)[0] == "=" else 2, m.group(1)) for m in _SETEXT.finditer(prose)]
     found = sorted(atx + setext)
     headings = [" ".join(text.split()) for _, _, text in found]

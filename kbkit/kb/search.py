@@ -120,6 +120,10 @@ def search(
         raise QueryError(f"max_tokens must be at least {MIN_MAX_TOKENS}")
     compiled = compile_query(query)
     prefix = (path_prefix or "").lstrip("/")
+    try:
+        prefix.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError("path_prefix is not valid Unicode (it holds a lone surrogate)") from None
     params = {
         "match": compiled.match,
         "w_title": COLUMN_WEIGHTS[0],

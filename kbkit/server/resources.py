@@ -133,8 +133,9 @@ def _decode_cursor(cursor: str) -> str:
         value = json.loads(base64.urlsafe_b64decode(cursor.encode()))["after"]
         if not isinstance(value, str):
             raise TypeError
+        value.encode("utf-8")
         return value
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError):
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeError, RecursionError):
         raise MCPError(
             INVALID_PARAMS, "invalid cursor: pass back the nextCursor of the previous page"
         ) from None

@@ -21,7 +21,7 @@ from kbkit.kb.uris import doc_uri
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # "5" is not an integer; the schema says so
 
 
 class SearchArgs(_Args):
