@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -189,6 +190,73 @@ def serve(
         kb.close()
         if plan is not None:
             typer.echo("[kbkit] stopped: in-flight requests finished, index closed", err=True)
+
+
+@app.command()
+def sync(
+    root: RootOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diffs; write nothing.")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 when anything is out of date, missing or hand-edited.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Only this client (repeatable).")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace hand-edited or foreign kb entries.")
+    ] = False,
+) -> None:
+    """Write every agent's config for the kb server from kbkit.toml (rerun after a clone or key rotation)."""
+    from kbkit.config import load_settings
+    from kbkit.sync.planner import sync as run_sync
+
+    mode = "check" if check else "dry-run" if dry_run else "write"
+    try:
+        report = run_sync(load_settings(root), only=only, force=force, mode=mode)
+    except KbkitError as exc:
+        raise _fail(exc) from None
+    if as_json:
+        typer.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        if mode == "dry-run":
+            for diff in report.diffs.values():
+                typer.echo(diff, nl=False)
+        width = max([len(o.client) for o in report.outcomes] + [6])
+        path_width = max([len(o.path) for o in report.outcomes] + [4])
+        for outcome in report.outcomes:
+            action = outcome.action + (f" ({outcome.reason})" if outcome.reason else "")
+            step = f"  -> {outcome.next_step}" if outcome.next_step else ""
+            typer.echo(f"{outcome.client:<{width}}  {outcome.path:<{path_width}}  {action}{step}")
+        typer.echo(f".gitignore: kbkit block {report.gitignore}")
+        for problem in report.problems:
+            typer.echo(f"problem: {problem}", err=True)
+    if check and report.problems:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def connect(
+    url: Annotated[
+        str, typer.Argument(help="The kb server's streamable HTTP URL, e.g. https://kb.internal/mcp.")
+    ],
+    root: RootOption = None,
+) -> None:
+    """Relay stdio to a remote kb server, with MCP_TOKEN from the environment or .env.local."""
+    import anyio
+
+    from kbkit.config import find_root, load_env
+    from kbkit.server.relay import relay
+
+    try:
+        base = (root or find_root()).resolve()
+    except KbkitError:
+        base = Path.cwd()
+    token = load_env(base).get("MCP_TOKEN") or None
+    if token is None:
+        typer.echo(
+            "[kbkit] connect: no MCP_TOKEN in the environment or .env.local; sending no token", err=True
+        )
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(relay, url, token)
 
 
 def version_callback(value: bool) -> None:

@@ -20,6 +20,7 @@ from dotenv import dotenv_values
 
 from kbkit.errors import ConfigError
 from kbkit.kb.parsers import ALL_PARSERS
+from kbkit.sync.clients import CLIENTS, DEFAULT_CLIENTS
 
 CONFIG_FILE = "kbkit.toml"
 LOCAL_CONFIG_FILE = "kbkit.local.toml"
@@ -62,6 +63,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "max_sessions": Key(int, 100, "most 2025-11-25 sessions open at once"),
         "session_idle_timeout": Key(int, 1800, "seconds before an idle 2025-11-25 session expires"),
         "memory": Key(bool, False, "attach the session-memory tools over HTTP too (mixes callers' memory)"),
+    },
+    "sync": {
+        "clients": Key(list, DEFAULT_CLIENTS, "the agents `kbkit sync` writes a config for", str),
+        "remote_url": Key(
+            str, "", "a shared `kbkit serve --http` URL to point agents at, instead of a local server"
+        ),
     },
     "memory": {
         "url": Key(str, "", "the memory MCP endpoint (streamable HTTP); {bank} is replaced by bank"),
@@ -121,6 +128,8 @@ class Settings:
     server_tools: tuple[str, ...] = tuple(DEFAULT_TOOLS)
     http: HttpSettings = field(default_factory=lambda: HttpSettings())
     memory: MemorySettings = field(default_factory=lambda: MemorySettings())
+    sync_clients: tuple[str, ...] = tuple(DEFAULT_CLIENTS)
+    sync_remote_url: str = ""
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The process environment over `.env.local` (real variables win). Never printed."""
     sources: tuple[Path, ...] = ()
@@ -190,6 +199,8 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
         server_tools=tuple(dict.fromkeys(values["server"]["tools"])),
         http=_http_settings(values["server.http"]),
         memory=_memory_settings(values["memory"]),
+        sync_clients=_sync_clients(values["sync"]["clients"]),
+        sync_remote_url=_remote_url(values["sync"]["remote_url"]),
         env=load_env(root, environ),
         sources=tuple(sources),
     )
@@ -223,6 +234,32 @@ def _http_settings(values: dict[str, Any]) -> HttpSettings:
 
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{0,64}")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _sync_clients(names: list[str]) -> tuple[str, ...]:
+    for name in names:
+        if name not in CLIENTS:
+            raise ConfigError(
+                f"unknown client {name!r}{_nearest(name, CLIENTS)}; known: {', '.join(CLIENTS)}",
+                file=CONFIG_FILE,
+                key="sync.clients",
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def _remote_url(url: str) -> str:
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"{url!r} is not an http(s) URL", file=CONFIG_FILE, key="sync.remote_url")
+    if parts.username or parts.password or "token=" in parts.query.lower():
+        raise ConfigError(
+            "put no token in the URL; agents read MCP_TOKEN from their environment",
+            file=CONFIG_FILE,
+            key="sync.remote_url",
+        )
+    return url
 
 
 def _memory_settings(values: dict[str, Any]) -> MemorySettings:

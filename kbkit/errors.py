@@ -4,7 +4,8 @@
     ├── ConfigError            kbkit.toml / kbkit.local.toml / --root problems (names file, key, fix)
     ├── DocumentRefused        the guard sequence said no (carries a machine-readable reason)
     ├── QueryError             a search request that cannot be run as given
-    └── IndexUnavailable       the SQLite index cannot be opened or written
+    ├── IndexUnavailable       the SQLite index cannot be opened or written
+    └── SyncRefused            `kbkit sync` will not write (unparsable file, secret, unignorable path)
 
 Callers catch `KbkitError`; the CLI turns it into one line on stderr and exit code 2, the
 server turns it into a tool error or a JSON-RPC error. Errors of dependencies (sqlite3,
@@ -47,3 +48,7 @@ class QueryError(KbkitError):
 
 class IndexUnavailable(KbkitError):
     """The index database cannot be opened, created or written."""
+
+
+class SyncRefused(KbkitError):
+    """`kbkit sync` refused to write anything; the message names the file and the fix."""

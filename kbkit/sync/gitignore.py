@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -43,3 +44,32 @@ def block_is_current(root: Path, entries: Iterable[str]) -> bool:
     path = root / ".gitignore"
     existing = path.read_text(encoding="utf-8") if path.exists() else ""
     return merge_block(existing, entries) == existing
+
+
+def in_git_work_tree(root: Path) -> bool:
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--is-inside-work-tree"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0 and result.stdout.strip() == "true"
+
+
+def not_ignored(root: Path, paths: Iterable[str]) -> list[str]:
+    """The paths git would not ignore (a tracked file counts as not ignored: ignoring cannot hide it)."""
+    paths = list(paths)
+    if not paths:
+        return []
+    result = subprocess.run(
+        ["git", "-C", str(root), "check-ignore", "--stdin"],
+        input="\n".join(paths) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    ignored = set(result.stdout.splitlines())
+    return [path for path in paths if path not in ignored]

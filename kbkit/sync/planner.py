@@ -1,0 +1,286 @@
+"""`kbkit sync`: plan every client's change, refuse before writing anything, then write atomically.
+
+The plan is computed in full first (parse every file, render every entry, scan for secrets,
+check the paths), so a refusal leaves every file as it was. Writing, `--dry-run` and `--check`
+are three views of the same plan.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+
+from kbkit.config import CONFIG_FILE, ENV_FILE, Settings
+from kbkit.errors import ConfigError, SyncRefused
+from kbkit.fsutil import atomic_write_text
+from kbkit.scaffold import ALWAYS_IGNORED
+from kbkit.sync.clients import CLIENTS, Client
+from kbkit.sync.gitignore import block_is_current, in_git_work_tree, not_ignored, update_gitignore
+from kbkit.sync.merge import ConfigText
+from kbkit.sync.render import EntrySource, kbkit_executable, render_entry
+from kbkit.sync.state import Owned, entry_hash, load_state, save_state
+
+STATE_FILE = "sync-state.json"
+SECRET_MIN_LENGTH = 8
+"""Values shorter than this in .env.local (flags like MCP_ALLOW_ANONYMOUS=1) are not treated as secrets."""
+CHANGES = ("created", "updated", "removed")
+
+
+@dataclass
+class Outcome:
+    client: str
+    path: str
+    action: str
+    """created | updated | unchanged | removed | skipped | conflict"""
+    reason: str | None = None
+    next_step: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class SyncReport:
+    outcomes: list[Outcome] = field(default_factory=list)
+    gitignore: str = "unchanged"
+    """unchanged | updated (or, in a check or dry run, stale)"""
+    problems: list[str] = field(default_factory=list)
+    """What `--check` fails on."""
+    diffs: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "clients": [outcome.to_dict() for outcome in self.outcomes],
+            "gitignore": self.gitignore,
+            "problems": self.problems,
+        }
+
+
+@dataclass
+class _File:
+    client: Client
+    before: str | None
+    config: ConfigText
+
+
+def sync(
+    settings: Settings, *, only: list[str] | None = None, force: bool = False, mode: str = "write"
+) -> SyncReport:
+    """Bring every selected client's `kb` entry in line with kbkit.toml. `mode`: write | dry-run | check."""
+    root = settings.root
+    state_path = settings.state_dir / STATE_FILE
+    owned = load_state(state_path)
+    selected = _selected(settings, only)
+    source = EntrySource(settings.server_name, root, kbkit_executable(), settings.sync_remote_url or None)
+    files: dict[str, _File] = {}
+    report = SyncReport()
+    new_owned = dict(owned)
+
+    def file_for(client: Client) -> _File:
+        if client.path not in files:
+            target = _safe_target(root, client.path)
+            before = target.read_text(encoding="utf-8") if target.exists() else None
+            files[client.path] = _File(client, before, ConfigText(client.format, before, client.path))
+        return files[client.path]
+
+    key_of = {name: (*CLIENTS[name].root_key, settings.server_name) for name in selected}
+    rendered = {name: render_entry(CLIENTS[name], source) for name in selected}
+    _refuse_secrets(settings, rendered)
+    for name in selected:
+        client = CLIENTS[name]
+        desired = rendered[name]
+        handle = file_for(client)
+        previous = owned.get(name)
+        if previous is not None and (previous.path, previous.key) != (client.path, key_of[name]):
+            _retract(name, previous, file_for(CLIENTS[name]), force, report, new_owned)
+        outcome = _place(name, client, key_of[name], desired, handle, previous, force, new_owned)
+        report.outcomes.append(outcome)
+
+    if only is None:
+        for name, previous in owned.items():
+            if name not in selected and name in CLIENTS:
+                _retract(name, previous, file_for(CLIENTS[name]), force, report, new_owned)
+
+    changed = {path: f for path, f in files.items() if f.config.text != (f.before or "")}
+    for outcome in report.outcomes:
+        if outcome.action in ("created", "updated") and outcome.path not in changed:
+            outcome.action = "unchanged"
+            outcome.next_step = None
+
+    ignore_entries = [*ALWAYS_IGNORED, *sorted({_ignore_pattern(CLIENTS[n]) for n in selected})]
+    if not block_is_current(root, ignore_entries):
+        report.gitignore = "stale" if mode != "write" else "updated"
+    for outcome in report.outcomes:
+        if outcome.action == "unchanged" and not (root / outcome.path).exists():
+            outcome.action = "created"  # an output deleted by hand
+    report.diffs = {
+        path: "".join(
+            difflib.unified_diff(
+                (f.before or "").splitlines(keepends=True),
+                f.config.text.splitlines(keepends=True),
+                fromfile=f"a/{path}",
+                tofile=f"b/{path}",
+            )
+        )
+        for path, f in changed.items()
+    }
+
+    git = in_git_work_tree(root)
+    if mode == "check":
+        report.problems = _problems(report, root, selected, git)
+        return report
+    if mode == "dry-run":
+        return report
+
+    if report.gitignore == "updated":
+        update_gitignore(root, ignore_entries)
+    if git:
+        exposed = not_ignored(root, [CLIENTS[n].path for n in selected])
+        if exposed:
+            raise SyncRefused(
+                f"git does not ignore {', '.join(exposed)} (a tracked file, or a '!' rule in .gitignore); "
+                "outputs stay out of git: `git rm --cached <file>` or drop the rule, then rerun kbkit sync"
+            )
+    for path, f in changed.items():
+        target = root / path
+        if f.config.text == "":  # kbkit created it and its entry was the last thing in it
+            target.unlink(missing_ok=True)
+        else:
+            atomic_write_text(target, f.config.text)
+    save_state(state_path, new_owned)
+    return report
+
+
+def _place(
+    name: str,
+    client: Client,
+    key: tuple[str, ...],
+    desired: dict[str, Any],
+    handle: _File,
+    previous: Owned | None,
+    force: bool,
+    new_owned: dict[str, Owned],
+) -> Outcome:
+    current = handle.config.get(key)
+    mine = previous is not None and previous.key == key and previous.path == client.path
+    outcome = Outcome(name, client.path, "unchanged")
+    if current is not None and current != desired and not force:
+        if not mine:
+            outcome.action, outcome.reason = (
+                "conflict",
+                (f"an entry named {key[-1]!r} that kbkit did not write is in the way"),
+            )
+            outcome.next_step = "rename or remove that entry, or rerun with --force to replace it"
+            return outcome
+        if entry_hash(current) != previous.sha256:
+            outcome.action, outcome.reason = "conflict", "kbkit's entry was edited by hand; left as it is"
+            outcome.next_step = "put the change in kbkit.toml, or rerun with --force to overwrite it"
+            return outcome
+    created_file = handle.before is None and not (previous and previous.created_file is False and mine)
+    if current != desired:
+        handle.config.set(key, desired)
+        outcome.action = "created" if handle.before is None else "updated"
+        outcome.next_step = _next_step(client)
+    new_owned[name] = Owned(
+        client.path, key, entry_hash(desired), previous.created_file if mine and previous else created_file
+    )
+    return outcome
+
+
+def _retract(
+    name: str, previous: Owned, handle: _File, force: bool, report: SyncReport, new_owned: dict[str, Owned]
+) -> None:
+    current = handle.config.get(previous.key)
+    new_owned.pop(name, None)
+    if current is None:
+        return
+    if entry_hash(current) != previous.sha256 and not force:
+        report.outcomes.append(
+            Outcome(
+                name,
+                previous.path,
+                "conflict",
+                "kbkit's old entry was edited by hand; left in place",
+                "remove it by hand, or rerun with --force",
+            )
+        )
+        return
+    handle.config.delete(previous.key)
+    if previous.created_file and handle.config.holds_nothing_but(previous.key[:-1]):
+        handle.config.text = ""
+    report.outcomes.append(Outcome(name, previous.path, "removed", None, f"restart {CLIENTS[name].title}"))
+
+
+def _selected(settings: Settings, only: list[str] | None) -> list[str]:
+    if not only:
+        return list(settings.sync_clients)
+    for name in only:
+        if name not in CLIENTS:
+            raise ConfigError(f"--only: unknown client {name!r}; known: {', '.join(CLIENTS)}")
+    return list(dict.fromkeys(only))
+
+
+def _safe_target(root: Path, rel: str) -> Path:
+    """The output path, refused when a symlinked folder would carry it outside the project."""
+    target = root / rel
+    resolved = target.parent.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise SyncRefused(
+            f"{rel} resolves to {resolved / target.name}, outside the project, where kbkit cannot keep it "
+            "out of git; remove the symlink, then rerun kbkit sync"
+        )
+    if target.is_symlink():
+        raise SyncRefused(f"{rel} is a symbolic link; kbkit writes only regular files in the project")
+    return target
+
+
+def _ignore_pattern(client: Client) -> str:
+    return "/.agents/tool-cfg/" if client.user_level else f"/{client.path}"
+
+
+def _next_step(client: Client) -> str:
+    if client.user_level:
+        return f"copy the kb entry from {client.path} into {client.user_config}"
+    return f"restart {client.title} (or reload its MCP servers)"
+
+
+def _refuse_secrets(settings: Settings, entries: dict[str, dict[str, Any]]) -> None:
+    """No entry kbkit writes may hold a value from .env.local: refuse before writing, naming the variable."""
+    env_file = settings.root / ENV_FILE
+    values = dotenv_values(env_file) if env_file.exists() else {}
+    secrets = {k: v for k, v in values.items() if v and len(v) >= SECRET_MIN_LENGTH}
+    for name, entry in entries.items():
+        text = json.dumps(entry, ensure_ascii=False)
+        for variable, value in secrets.items():
+            if value in text or json.dumps(value)[1:-1] in text:
+                raise SyncRefused(
+                    f"the {name} entry would hold the value of {variable} from {ENV_FILE}; kbkit never "
+                    f"writes a secret into a config file. Take it out of {CONFIG_FILE}, then rerun kbkit sync"
+                )
+
+
+def _problems(report: SyncReport, root: Path, selected: list[str], git: bool) -> list[str]:
+    problems = []
+    for outcome in report.outcomes:
+        if outcome.action == "created":
+            problems.append(f"{outcome.path}: missing; run kbkit sync")
+        elif outcome.action in ("updated", "removed"):
+            problems.append(f"{outcome.path}: out of date ({outcome.client}); run kbkit sync")
+        elif outcome.action == "conflict":
+            problems.append(f"{outcome.path}: {outcome.reason}")
+    if report.gitignore == "stale":
+        problems.append(".gitignore: the kbkit block is out of date; run kbkit sync")
+    elif git:
+        for path in not_ignored(
+            root, [CLIENTS[n].path for n in selected if (root / CLIENTS[n].path).exists()]
+        ):
+            problems.append(
+                f"{path}: not ignored by git (tracked, or a '!' rule); run git rm --cached {path}"
+            )
+    return problems

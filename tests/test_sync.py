@@ -1,0 +1,460 @@
+"""`kbkit sync`: every agent's config from kbkit.toml, merged into real files, with no secret anywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import kbkit_command, make_project
+
+from kbkit.config import load_settings
+from kbkit.errors import SyncRefused
+from kbkit.sync import jsonc
+from kbkit.sync.clients import CLIENTS
+from kbkit.sync.planner import sync
+from kbkit.sync.render import kbkit_executable
+
+ALL = list(CLIENTS)
+TOKEN = "s3cr3t-token-value-0123456789"
+
+# The keys each client documents for a server entry (Codex rejects anything else).
+ALLOWED_KEYS = {
+    "typed": {"type", "command", "args", "env", "url", "headers"},
+    "plain": {"command", "args", "env", "url", "headers"},
+    "server-url": {"command", "args", "env", "serverUrl", "headers"},
+    "gemini": {"command", "args", "env", "cwd", "httpUrl", "url", "headers"},
+    "opencode": {"type", "command", "environment", "url", "headers", "enabled"},
+    "codex": {
+        "command",
+        "args",
+        "env",
+        "env_vars",
+        "cwd",
+        "url",
+        "bearer_token_env_var",
+        "env_http_headers",
+        "http_headers",
+        "startup_timeout_sec",
+        "tool_timeout_sec",
+        "enabled",
+        "enabled_tools",
+        "disabled_tools",
+    },
+}
+
+
+def git_repo(tmp_path: Path, clients: list[str] = ALL, extra: str = "") -> Path:
+    listed = ", ".join(f'"{c}"' for c in clients)
+    root = make_project(
+        tmp_path / "repo", config=f'[kb]\npath = "docs"\n[sync]\nclients = [{listed}]\n{extra}'
+    )
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def run_sync(root: Path, **options):
+    return sync(load_settings(root), **options)
+
+
+def read_entry(root: Path, client: str):
+    spec = CLIENTS[client]
+    text = (root / spec.path).read_text()
+    data = tomllib.loads(text) if spec.format == "toml" else jsonc.loads(text)
+    for key in (*spec.root_key, "kb"):
+        data = data[key]
+    return data
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    out = {}
+    for client in CLIENTS.values():
+        path = root / client.path
+        if path.exists():
+            out[client.path] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return out
+
+
+def test_every_client_gets_a_stdio_entry_that_runs_this_kbkit_with_no_env_block(tmp_path: Path) -> None:
+    root = git_repo(tmp_path)
+    report = run_sync(root)
+    assert {o.client: o.action for o in report.outcomes} == {c: "created" for c in ALL}
+    for name, client in CLIENTS.items():
+        entry = read_entry(root, name)
+        assert set(entry) <= ALLOWED_KEYS[client.template], (name, entry)
+        command = entry["command"] if name != "opencode" else entry["command"][0]
+        args = entry["args"] if name != "opencode" else entry["command"][1:]
+        assert command == kbkit_executable() and Path(command).is_absolute()
+        assert args == ["serve", "--root", str(root.resolve())]
+        assert "env" not in entry and "environment" not in entry
+    assert read_entry(root, "claude-code")["type"] == "stdio"
+
+
+def test_outputs_parse_back_with_each_format_s_real_parser(tmp_path: Path) -> None:
+    root = git_repo(tmp_path)
+    run_sync(root)
+    for client in CLIENTS.values():
+        text = (root / client.path).read_text()
+        if client.format == "toml":
+            tomllib.loads(text)
+        else:
+            json.loads(text)  # kbkit's own files are plain JSON, even where comments are allowed
+
+
+def test_a_second_run_changes_nothing_byte_for_byte(tmp_path: Path) -> None:
+    root = git_repo(tmp_path)
+    run_sync(root)
+    before = snapshot(root)
+    gitignore = (root / ".gitignore").stat().st_mtime_ns
+    report = run_sync(root)
+    assert {o.action for o in report.outcomes} == {"unchanged"}
+    assert report.gitignore == "unchanged"
+    assert snapshot(root) == before
+    assert (root / ".gitignore").stat().st_mtime_ns == gitignore
+
+
+def test_every_output_is_ignored_by_git_and_user_gitignore_lines_are_kept(tmp_path: Path) -> None:
+    root = git_repo(tmp_path)
+    (root / ".gitignore").write_text("# mine\nnode_modules/\n")
+    run_sync(root)
+    text = (root / ".gitignore").read_text()
+    assert text.startswith("# mine\nnode_modules/\n")
+    paths = [c.path for c in CLIENTS.values()] + [".kbkit/sync-state.json", ".env.local"]
+    result = subprocess.run(["git", "-C", str(root), "check-ignore", *paths], capture_output=True, text=True)
+    assert sorted(result.stdout.split()) == sorted(paths)
+    tracked = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert ".mcp.json" not in tracked and ".codex" not in tracked
+
+
+MCP_JSON = """{
+    "mcpServers": {
+        "github": {
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-github"]
+        },
+        "postgres": {
+            "command": "pg-mcp",
+            "env": {"PGHOST": "localhost"}
+        }
+    }
+}
+"""
+
+VSCODE_JSON = """{
+  "inputs": [
+    {"type": "promptString", "id": "gh-token", "description": "GitHub token", "password": true}
+  ],
+  "servers": {
+    "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${input:gh-token}"}}
+  }
+}
+"""
+
+ZED_SETTINGS = """// Zed settings
+{
+  "theme": "One Dark", // my theme
+  /* fonts */
+  "buffer_font_size": 15,
+  "context_servers": {
+    "other": {"command": "other-mcp", "args": []}, // keep me
+  },
+  "vim_mode": true,
+}
+"""
+
+CODEX_TOML = """# my codex config
+model = "o4"  # the model
+
+[mcp_servers.docs]
+command = "docs-mcp"
+args = ["--port", "1"]
+
+[profiles.fast]
+model = "o4-mini"
+"""
+
+
+def test_merging_keeps_everything_of_the_user_and_a_second_run_is_a_no_op(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code", "vscode", "zed", "codex"])
+    for rel, text in {
+        ".mcp.json": MCP_JSON,
+        ".vscode/mcp.json": VSCODE_JSON,
+        ".zed/settings.json": ZED_SETTINGS,
+        ".codex/config.toml": CODEX_TOML,
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    report = run_sync(root)
+    assert {o.action for o in report.outcomes} == {"updated"}
+    mcp = json.loads((root / ".mcp.json").read_text())
+    assert set(mcp["mcpServers"]) == {"github", "postgres", "kb"}
+    assert mcp["mcpServers"]["postgres"] == {"command": "pg-mcp", "env": {"PGHOST": "localhost"}}
+    assert (
+        (root / ".mcp.json").read_text().startswith('{\n    "mcpServers": {\n        "github"')
+    )  # 4-space kept
+    vscode = json.loads((root / ".vscode/mcp.json").read_text())
+    assert vscode["inputs"][0]["id"] == "gh-token" and set(vscode["servers"]) == {"github", "kb"}
+    zed = (root / ".zed/settings.json").read_text()
+    for kept in ("// Zed settings", "// my theme", "/* fonts */", "// keep me", '"vim_mode": true'):
+        assert kept in zed
+    assert set(jsonc.loads(zed)["context_servers"]) == {"other", "kb"}
+    codex = (root / ".codex/config.toml").read_text()
+    assert codex.startswith('# my codex config\nmodel = "o4"  # the model\n')
+    parsed = tomllib.loads(codex)
+    assert set(parsed["mcp_servers"]) == {"docs", "kb"} and parsed["profiles"]["fast"]["model"] == "o4-mini"
+    before = snapshot(root)
+    assert {o.action for o in run_sync(root).outcomes} == {"unchanged"}
+    assert snapshot(root) == before
+
+
+def test_a_removed_client_loses_only_kbkit_s_entry(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code", "cursor"])
+    (root / ".mcp.json").write_text(MCP_JSON)
+    run_sync(root)
+    (root / "kbkit.toml").write_text('[kb]\npath = "docs"\n[sync]\nclients = []\n')
+    report = run_sync(root)
+    assert {(o.client, o.action) for o in report.outcomes} == {
+        ("claude-code", "removed"),
+        ("cursor", "removed"),
+    }
+    assert json.loads((root / ".mcp.json").read_text()) == json.loads(MCP_JSON)
+    assert not (root / ".cursor/mcp.json").exists()  # kbkit made it, and it held only kbkit's entry
+
+
+def test_a_renamed_server_retracts_the_old_entry(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code"])
+    run_sync(root)
+    (root / "kbkit.toml").write_text(
+        '[kb]\npath = "docs"\n[server]\nname = "team-kb"\n[sync]\nclients = ["claude-code"]\n'
+    )
+    run_sync(root)
+    assert set(json.loads((root / ".mcp.json").read_text())["mcpServers"]) == {"team-kb"}
+
+
+def test_a_hand_edited_entry_is_reported_and_left_alone_unless_forced(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code"])
+    run_sync(root)
+    data = json.loads((root / ".mcp.json").read_text())
+    data["mcpServers"]["kb"]["args"].append("--verbose")
+    (root / ".mcp.json").write_text(json.dumps(data, indent=2))
+    edited = (root / ".mcp.json").read_bytes()
+    (outcome,) = run_sync(root).outcomes
+    assert outcome.action == "conflict" and "edited by hand" in outcome.reason
+    assert (root / ".mcp.json").read_bytes() == edited
+    assert run_sync(root, mode="check").problems
+    (outcome,) = run_sync(root, force=True).outcomes
+    assert outcome.action == "updated"
+    assert "--verbose" not in (root / ".mcp.json").read_text()
+
+
+def test_an_entry_named_kb_that_kbkit_did_not_write_is_not_taken_over(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code"])
+    (root / ".mcp.json").write_text('{"mcpServers": {"kb": {"command": "my-own-kb"}}}\n')
+    (outcome,) = run_sync(root).outcomes
+    assert outcome.action == "conflict" and "did not write" in outcome.reason
+    assert "my-own-kb" in (root / ".mcp.json").read_text()
+
+
+def test_key_rotation_changes_no_file_and_no_output_holds_a_key(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, extra='remote_url = "https://kb.example/mcp"\n')
+    (root / ".env.local").write_text(f"MCP_TOKEN={TOKEN}\nHINDSIGHT_API_KEY=hsk_old_key_123456\n")
+    run_sync(root)
+    before = snapshot(root)
+    (root / ".env.local").write_text(
+        "MCP_TOKEN=rotated-token-abcdef-987654\nHINDSIGHT_API_KEY=hsk_new_key_654321\n"
+    )
+    assert {o.action for o in run_sync(root).outcomes} == {"unchanged"}
+    assert snapshot(root) == before
+    for rel, (data, _) in before.items():
+        for secret in (TOKEN, "rotated-token", "hsk_old", "hsk_new"):
+            assert secret.encode() not in data, rel
+
+
+def test_a_remote_server_is_referenced_in_each_client_s_own_dialect(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, extra='remote_url = "https://kb.example/mcp"\n')
+    run_sync(root)
+    assert read_entry(root, "claude-code") == {
+        "type": "http",
+        "url": "https://kb.example/mcp",
+        "headers": {"Authorization": "Bearer ${MCP_TOKEN}"},
+    }
+    assert read_entry(root, "cursor")["headers"]["Authorization"] == "Bearer ${env:MCP_TOKEN}"
+    assert read_entry(root, "vscode")["headers"]["Authorization"] == "Bearer ${env:MCP_TOKEN}"
+    assert read_entry(root, "opencode")["headers"]["Authorization"] == "Bearer {env:MCP_TOKEN}"
+    assert read_entry(root, "gemini")["httpUrl"] == "https://kb.example/mcp"
+    assert read_entry(root, "codex") == {"url": "https://kb.example/mcp", "bearer_token_env_var": "MCP_TOKEN"}
+    zed = read_entry(root, "zed")  # no env dialect: a stdio relay that reads the token itself
+    assert zed["args"] == ["connect", "https://kb.example/mcp", "--root", str(root.resolve())]
+
+
+def test_an_unparsable_file_is_refused_with_line_and_column_and_nothing_is_written(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code", "cursor"])
+    (root / ".mcp.json").write_text('{\n  "mcpServers": {\n    "a": {"command": "x"}\n    "b": {}\n  }\n}\n')
+    broken = (root / ".mcp.json").read_bytes()
+    with pytest.raises(SyncRefused, match=r"\.mcp\.json does not parse \(line 4, column 5"):
+        run_sync(root)
+    assert (root / ".mcp.json").read_bytes() == broken
+    assert not (root / ".cursor").exists()
+    assert not (root / ".kbkit" / "sync-state.json").exists()
+
+
+def test_an_unparsable_toml_file_is_refused_untouched(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["codex"])
+    (root / ".codex").mkdir()
+    (root / ".codex/config.toml").write_text("[mcp_servers\ncommand = 1\n")
+    with pytest.raises(SyncRefused, match=r"config.toml does not parse \(line 1"):
+        run_sync(root)
+    assert (root / ".codex/config.toml").read_text() == "[mcp_servers\ncommand = 1\n"
+
+
+def test_a_literal_secret_is_refused_naming_the_variable_not_the_value(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code"], extra=f'remote_url = "https://kb.example/{TOKEN}/mcp"\n')
+    (root / ".env.local").write_text(f"MCP_TOKEN={TOKEN}\n")
+    with pytest.raises(SyncRefused) as refused:
+        run_sync(root)
+    assert "MCP_TOKEN" in str(refused.value) and TOKEN not in str(refused.value)
+    assert not (root / ".mcp.json").exists()
+
+
+def test_an_output_that_a_symlink_carries_outside_the_repo_is_refused(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code", "cursor"])
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / ".cursor").symlink_to(outside)
+    with pytest.raises(SyncRefused, match="outside the project"):
+        run_sync(root)
+    assert list(outside.iterdir()) == []
+    assert not (root / ".mcp.json").exists()
+
+
+def test_a_tracked_output_is_refused_because_ignoring_cannot_hide_it(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code"])
+    (root / ".mcp.json").write_text(MCP_JSON)
+    subprocess.run(["git", "-C", str(root), "add", ".mcp.json"], check=True)
+    with pytest.raises(SyncRefused, match=r"git does not ignore \.mcp\.json.*git rm --cached"):
+        run_sync(root)
+    assert (root / ".mcp.json").read_text() == MCP_JSON
+
+
+def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*kbkit_command(), "sync", "--root", str(root), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_check_catches_each_kind_of_drift(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code", "cursor"])
+    missing = cli(root, "--check")
+    assert missing.returncode == 1 and ".mcp.json: missing" in missing.stderr
+    assert cli(root).returncode == 0
+    assert cli(root, "--check").returncode == 0
+    (root / ".cursor/mcp.json").unlink()  # an output deleted
+    assert ".cursor/mcp.json: missing" in cli(root, "--check").stderr
+    cli(root)
+    data = json.loads((root / ".mcp.json").read_text())  # a hand edit
+    data["mcpServers"]["kb"]["command"] = "/old/venv/bin/kbkit"
+    (root / ".mcp.json").write_text(json.dumps(data))
+    assert "edited by hand" in cli(root, "--check").stderr
+    cli(root, "--force")
+    (root / ".gitignore").write_text("")  # the block removed
+    stale = cli(root, "--check")
+    assert stale.returncode == 1 and ".gitignore: the kbkit block is out of date" in stale.stderr
+    cli(root)
+    (root / "kbkit.toml").write_text(
+        '[kb]\npath = "docs"\n[server]\nname = "docs"\n[sync]\nclients = ["claude-code", "cursor"]\n'
+    )
+    assert "out of date" in cli(root, "--check").stderr  # the source changed
+    assert cli(root).returncode == 0 and cli(root, "--check").returncode == 0
+
+
+def test_dry_run_prints_unified_diffs_and_writes_nothing(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code"])
+    (root / ".mcp.json").write_text(MCP_JSON)
+    result = cli(root, "--dry-run")
+    assert result.returncode == 0
+    assert "--- a/.mcp.json\n+++ b/.mcp.json" in result.stdout
+    assert '+        "kb": {' in result.stdout
+    assert (root / ".mcp.json").read_text() == MCP_JSON
+    assert not (root / ".gitignore").exists()
+
+
+def test_the_table_says_what_happened_and_what_to_do_next(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code", "windsurf"])
+    out = cli(root).stdout
+    assert "claude-code" in out and "created" in out and "restart Claude Code" in out
+    assert ".agents/tool-cfg/windsurf.json" in out and "~/.codeium/windsurf/mcp_config.json" in out
+    assert "unchanged" in cli(root).stdout
+
+
+def test_json_report_has_a_stable_shape(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code"])
+    report = json.loads(cli(root, "--json").stdout)
+    assert report["version"] == 1
+    assert report["clients"] == [
+        {
+            "client": "claude-code",
+            "path": ".mcp.json",
+            "action": "created",
+            "next_step": "restart Claude Code (or reload its MCP servers)",
+        }
+    ]
+    assert report["gitignore"] == "updated" and report["problems"] == []
+
+
+def test_only_limits_the_run_to_the_named_clients(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code", "cursor"])
+    assert cli(root, "--only", "cursor").returncode == 0
+    assert (root / ".cursor/mcp.json").exists() and not (root / ".mcp.json").exists()
+    bad = cli(root, "--only", "cursr")
+    assert bad.returncode == 2 and "unknown client 'cursr'" in bad.stderr
+
+
+def test_an_unknown_client_in_kbkit_toml_names_the_nearest(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude_code"])
+    result = cli(root)
+    assert result.returncode == 2 and "did you mean 'claude-code'" in result.stderr
+
+
+def test_file_modes_are_kept(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, ["claude-code"])
+    (root / ".mcp.json").write_text(MCP_JSON)
+    os.chmod(root / ".mcp.json", 0o600)
+    run_sync(root)
+    assert (root / ".mcp.json").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_client_without_an_env_dialect_reaches_a_remote_server_through_kbkit_connect(
+    tmp_path, mode
+) -> None:
+    from conftest import TEST_TOKEN, HttpServer
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    served = make_project(tmp_path / "server")
+    server = HttpServer(served).wait_ready()
+    try:
+        root = git_repo(tmp_path, ["zed"], extra=f'remote_url = "{server.url}"\n')
+        (root / ".env.local").write_text(f"MCP_TOKEN={TEST_TOKEN}\n")
+        run_sync(root)
+        entry = read_entry(root, "zed")
+        assert TEST_TOKEN not in json.dumps(entry)
+        env = {k: v for k, v in os.environ.items() if k != "MCP_TOKEN"}  # the relay reads .env.local itself
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env)
+        with open(tmp_path / "relay.log", "w") as log:
+            async with Client(
+                stdio_client(params, errlog=log), mode=mode, cache=None, read_timeout_seconds=30
+            ) as c:
+                assert [t.name for t in (await c.list_tools()).tools] == ["search", "get_document"]
+                found = await c.call_tool("search", {"query": "guard sequence"})
+                assert found.structured_content["results"][0]["path"] == "adr/0001-guards.md"
+    finally:
+        server.stop()
