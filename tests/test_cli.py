@@ -66,7 +66,12 @@ def test_the_library_never_prints_to_stdout() -> None:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             prints = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
-            stdout = isinstance(node, ast.Attribute) and node.attr == "stdout"
+            stdout = (
+                isinstance(node, ast.Attribute)
+                and node.attr == "stdout"
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "sys"
+            )
             if prints or stdout:
                 offenders.append(f"{path.relative_to(package)}:{node.lineno}")
     assert offenders == []
