@@ -70,6 +70,10 @@ SCHEMA: dict[str, dict[str, Key]] = {
             str, "", "a shared `kbkit serve --http` URL to point agents at, instead of a local server"
         ),
     },
+    "skills": {
+        "agents": Key(list, ["claude-code"], "agents whose skill folder gets each locked skill", str),
+        "mode": Key(str, "symlink", "how agent folders get a skill: symlink (relative) or copy"),
+    },
     "memory": {
         "url": Key(str, "", "the memory MCP endpoint (streamable HTTP); {bank} is replaced by bank"),
         "command": Key(list, [], "or: a command that runs the memory MCP server over stdio", str),
@@ -130,6 +134,8 @@ class Settings:
     memory: MemorySettings = field(default_factory=lambda: MemorySettings())
     sync_clients: tuple[str, ...] = tuple(DEFAULT_CLIENTS)
     sync_remote_url: str = ""
+    skills_agents: tuple[str, ...] = ("claude-code",)
+    skills_mode: str = "symlink"
     env: Mapping[str, str] = field(default_factory=dict, repr=False)
     """The process environment over `.env.local` (real variables win). Never printed."""
     sources: tuple[Path, ...] = ()
@@ -201,6 +207,8 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
         memory=_memory_settings(values["memory"]),
         sync_clients=_sync_clients(values["sync"]["clients"]),
         sync_remote_url=_remote_url(values["sync"]["remote_url"]),
+        skills_agents=_skills_agents(values["skills"]["agents"]),
+        skills_mode=_skills_mode(values["skills"]["mode"]),
         env=load_env(root, environ),
         sources=tuple(sources),
     )
@@ -245,6 +253,27 @@ def _sync_clients(names: list[str]) -> tuple[str, ...]:
                 key="sync.clients",
             )
     return tuple(dict.fromkeys(names))
+
+
+def _skills_agents(names: list[str]) -> tuple[str, ...]:
+    with_dirs = [name for name, client in CLIENTS.items() if client.skill_dir]
+    for name in names:
+        if name not in with_dirs:
+            raise ConfigError(
+                f"{name!r} has no skill folder kbkit knows{_nearest(name, with_dirs)}; "
+                f"known: {', '.join(with_dirs)}",
+                file=CONFIG_FILE,
+                key="skills.agents",
+            )
+    return tuple(dict.fromkeys(names))
+
+
+def _skills_mode(mode: str) -> str:
+    if mode not in ("symlink", "copy"):
+        raise ConfigError(
+            f'{mode!r} is not a mode; use "symlink" or "copy"', file=CONFIG_FILE, key="skills.mode"
+        )
+    return mode
 
 
 def _remote_url(url: str) -> str:

@@ -7,12 +7,9 @@ from pathlib import Path
 
 import tomlkit
 
-from kbkit.config import CONFIG_FILE, ENV_FILE, LOCAL_CONFIG_FILE, SCHEMA, STATE_DIR
+from kbkit.config import CONFIG_FILE, SCHEMA, load_settings
 from kbkit.fsutil import atomic_write_text
-from kbkit.sync.gitignore import update_gitignore
-
-ALWAYS_IGNORED = (f"{STATE_DIR}/", ENV_FILE, LOCAL_CONFIG_FILE)
-"""What every kbkit project keeps out of git: the index and state, secrets, personal overrides."""
+from kbkit.sync.gitignore import managed_entries, update_gitignore
 
 OPT_IN_SECTIONS = {
     "memory": """\
@@ -73,7 +70,7 @@ def init_project(root: Path, *, kb_path: str = "docs", force: bool = False) -> I
     created = written and not kb_folder.exists()
     if created:
         kb_folder.mkdir(parents=True)
-    changed = update_gitignore(root, ALWAYS_IGNORED)
+    changed = update_gitignore(root, managed_entries(load_settings(root)))
     return InitResult(
         config_written=written, kb_folder_created=created, gitignore_changed=changed, config_path=config
     )

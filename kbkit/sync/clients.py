@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+CANONICAL_SKILL_DIR = ".agents/skills"
+"""Where each skill's canonical copy is installed; many agents read it directly."""
+
 
 @dataclass(frozen=True)
 class Client:
@@ -57,11 +60,18 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "plain",
             "${{env:{var}}}",
-            ".agents/skills",
+            CANONICAL_SKILL_DIR,
         ),
         Client("vscode", "VS Code", ".vscode/mcp.json", "json", ("servers",), "typed", "${{env:{var}}}"),
         Client(
-            "zed", "Zed", ".zed/settings.json", "jsonc", ("context_servers",), "plain", None, ".agents/skills"
+            "zed",
+            "Zed",
+            ".zed/settings.json",
+            "jsonc",
+            ("context_servers",),
+            "plain",
+            None,
+            CANONICAL_SKILL_DIR,
         ),
         Client(
             "codex",
@@ -71,7 +81,7 @@ CLIENTS: dict[str, Client] = {
             ("mcp_servers",),
             "codex",
             "names",
-            ".agents/skills",
+            CANONICAL_SKILL_DIR,
         ),
         Client(
             "gemini",
@@ -81,7 +91,7 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "gemini",
             "${{{var}}}",
-            ".agents/skills",
+            CANONICAL_SKILL_DIR,
         ),
         Client(
             "opencode",
@@ -91,7 +101,7 @@ CLIENTS: dict[str, Client] = {
             ("mcp",),
             "opencode",
             "{{env:{var}}}",
-            ".agents/skills",
+            CANONICAL_SKILL_DIR,
         ),
         Client(
             "devin",

@@ -6,11 +6,32 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from kbkit.config import ENV_FILE, LOCAL_CONFIG_FILE, STATE_DIR, Settings
 from kbkit.fsutil import atomic_write_text
+from kbkit.skills.lock import read_lock
+from kbkit.sync.clients import CANONICAL_SKILL_DIR, CLIENTS
 
 BEGIN = "# >>> kbkit >>>"
 END = "# <<< kbkit <<<"
 NOTE = "# Managed by kbkit: edit kbkit.toml and rerun kbkit, not these lines."
+ALWAYS_IGNORED = (f"{STATE_DIR}/", ENV_FILE, LOCAL_CONFIG_FILE)
+"""What every kbkit project keeps out of git: the index and state, secrets, personal overrides."""
+
+
+def managed_entries(settings: Settings) -> list[str]:
+    """Everything kbkit generates for this configuration: the one list behind the managed block."""
+    entries = list(ALWAYS_IGNORED)
+    for name in settings.sync_clients:
+        client = CLIENTS[name]
+        entries.append("/.agents/tool-cfg/" if client.user_level else f"/{client.path}")
+    skills = read_lock(settings.root)
+    if skills:
+        entries.append(f"/{CANONICAL_SKILL_DIR}/")
+        for agent in settings.skills_agents:
+            folder = CLIENTS[agent].skill_dir
+            if folder != CANONICAL_SKILL_DIR:
+                entries += [f"/{folder}/{name}" for name in skills]
+    return entries
 
 
 def render_block(entries: Iterable[str]) -> str:

@@ -250,7 +250,7 @@ def set_member(text: str, path: Sequence[str], value: Any) -> str:
         separator = newline if kept.lstrip("\ufeff") else ""
         return f"{kept}{separator}{document}{newline}"
     _decode(text, stripped, blanked)
-    unit = _indent_unit(stripped)
+    unit = _indent_unit(stripped[1:] if text.startswith("\ufeff") else stripped)
     obj, depth = _walk(text, stripped, keys)
     member = obj.find(keys[depth])
     if member is None:

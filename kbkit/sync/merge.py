@@ -35,7 +35,7 @@ class ConfigText:
                     return None
                 node = node[key]
             return node
-        return jsonc.get_member(self.text, path) if self.text.strip() else None
+        return jsonc.get_member(self.text, path) if not self._blank else None
 
     def set(self, path: Sequence[str], value: dict[str, Any]) -> None:
         if self.format == "toml":
@@ -75,7 +75,7 @@ class ConfigText:
 
     def holds_nothing_but(self, root_key: Sequence[str]) -> bool:
         """True when the file is empty apart from an empty `root_key` container (ours to delete)."""
-        if not self.text.strip():
+        if self._blank:
             return True
         data = tomlkit.parse(self.text).unwrap() if self.format == "toml" else jsonc.loads(self.text)
         for key in root_key:
@@ -90,9 +90,22 @@ class ConfigText:
         except jsonc.JsoncError as exc:
             raise SyncRefused(f"{self.shown}: {exc}; fix it by hand, then rerun kbkit sync") from None
 
+    @property
+    def _blank(self) -> bool:
+        """Empty, or (JSON) nothing but comments: there is no entry yet, and set() will start the object."""
+        if not self.text.strip():
+            return True
+        if self.format == "toml":
+            return False
+        try:
+            jsonc.loads(self.text)
+        except jsonc.JsoncError as exc:
+            return "empty document" in str(exc)
+        return False
+
     def _check(self) -> None:
         """Refuse a file that does not parse, before anything is changed."""
-        if not self.text.strip():
+        if self._blank:
             return
         try:
             if self.format == "toml":

@@ -18,9 +18,14 @@ from dotenv import dotenv_values
 from kbkit.config import CONFIG_FILE, ENV_FILE, Settings
 from kbkit.errors import ConfigError, SyncRefused
 from kbkit.fsutil import atomic_write_text
-from kbkit.scaffold import ALWAYS_IGNORED
 from kbkit.sync.clients import CLIENTS, Client
-from kbkit.sync.gitignore import block_is_current, in_git_work_tree, not_ignored, update_gitignore
+from kbkit.sync.gitignore import (
+    block_is_current,
+    in_git_work_tree,
+    managed_entries,
+    not_ignored,
+    update_gitignore,
+)
 from kbkit.sync.merge import ConfigText
 from kbkit.sync.render import EntrySource, kbkit_executable, render_entry
 from kbkit.sync.state import Owned, entry_hash, load_state, save_state
@@ -113,7 +118,7 @@ def sync(
             outcome.action = "unchanged"
             outcome.next_step = None
 
-    ignore_entries = [*ALWAYS_IGNORED, *sorted({_ignore_pattern(CLIENTS[n]) for n in selected})]
+    ignore_entries = managed_entries(settings)
     if not block_is_current(root, ignore_entries):
         report.gitignore = "stale" if mode != "write" else "updated"
     for outcome in report.outcomes:
@@ -238,10 +243,6 @@ def _safe_target(root: Path, rel: str) -> Path:
     if target.is_symlink():
         raise SyncRefused(f"{rel} is a symbolic link; kbkit writes only regular files in the project")
     return target
-
-
-def _ignore_pattern(client: Client) -> str:
-    return "/.agents/tool-cfg/" if client.user_level else f"/{client.path}"
 
 
 def _next_step(client: Client) -> str:
