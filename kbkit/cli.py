@@ -259,6 +259,118 @@ def connect(
         anyio.run(relay, url, token)
 
 
+skills_app = typer.Typer(help="Ship, pin and restore agent skills (skills-lock.json).", no_args_is_help=True)
+app.add_typer(skills_app, name="skills")
+
+
+def _skills_settings(root: Path | None):  # noqa: ANN202
+    from kbkit.config import load_settings
+
+    return load_settings(root)
+
+
+def _print_skills_report(report) -> None:  # noqa: ANN001
+    for name in report.installed:
+        typer.echo(f"installed {name}")
+    for name in report.removed:
+        typer.echo(f"removed {name}")
+    for change in report.changes:
+        typer.echo(f"updated {change}")
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    for problem in report.problems:
+        typer.echo(f"problem: {problem}", err=True)
+
+
+@skills_app.command("list")
+def skills_list(root: RootOption = None) -> None:
+    """The locked skills, their sources and whether they are installed."""
+    from kbkit.skills.install import canonical_dir, lock_entries
+
+    try:
+        settings = _skills_settings(root)
+        for name, entry in sorted(lock_entries(settings).items()):
+            where = entry.source + (f"@{entry.ref}" if entry.ref else "")
+            state = "installed" if (canonical_dir(settings.root) / name).is_dir() else "not installed"
+            typer.echo(f"{name}  {entry.source_type}:{where}  {entry.computed_hash[:12]}  {state}")
+    except KbkitError as exc:
+        raise _fail(exc) from None
+
+
+@skills_app.command("add")
+def skills_add(
+    source: Annotated[str, typer.Argument(help="A local folder, or a git repository (path or URL).")],
+    skill: Annotated[
+        str | None, typer.Option("--skill", help="The skill's name when the source holds several.")
+    ] = None,
+    ref: Annotated[str | None, typer.Option("--ref", help="A branch, tag or commit (git sources).")] = None,
+    root: RootOption = None,
+) -> None:
+    """Pin a skill in skills-lock.json and install it."""
+    from kbkit.skills.install import add
+
+    try:
+        _print_skills_report(add(_skills_settings(root), source, skill=skill, ref=ref))
+    except KbkitError as exc:
+        raise _fail(exc) from None
+
+
+@skills_app.command("remove")
+def skills_remove(name: str, root: RootOption = None) -> None:
+    """Unpin a skill and remove its installed copies."""
+    from kbkit.skills.install import remove
+
+    try:
+        _print_skills_report(remove(_skills_settings(root), name))
+    except KbkitError as exc:
+        raise _fail(exc) from None
+
+
+@skills_app.command("install")
+def skills_install(
+    root: RootOption = None,
+    update: Annotated[
+        bool, typer.Option("--update", help="Accept sources that no longer match the lock.")
+    ] = False,
+) -> None:
+    """Restore every locked skill into .agents/skills and each configured agent's folder, verifying hashes."""
+    from kbkit.skills.install import install
+
+    try:
+        _print_skills_report(install(_skills_settings(root), update=update))
+    except KbkitError as exc:
+        raise _fail(exc) from None
+
+
+@skills_app.command("check")
+def skills_check(root: RootOption = None) -> None:
+    """Read-only: missing installs, changed copies, moved sources, spec violations. Exit 1 on any."""
+    from kbkit.skills.install import check
+
+    try:
+        report = check(_skills_settings(root))
+    except KbkitError as exc:
+        raise _fail(exc) from None
+    _print_skills_report(report)
+    if report.problems:
+        raise typer.Exit(code=1)
+    typer.echo("skills: all installed and verified")
+
+
+@skills_app.command("update")
+def skills_update(name: Annotated[str | None, typer.Argument()] = None, root: RootOption = None) -> None:
+    """Re-resolve sources, show what changed, rewrite the lock and reinstall."""
+    from kbkit.skills.install import update
+
+    try:
+        report = update(_skills_settings(root), name)
+    except KbkitError as exc:
+        raise _fail(exc) from None
+    _print_skills_report(report)
+    if not report.changes:
+        typer.echo("skills: nothing changed upstream")
+
+
 def version_callback(value: bool) -> None:
     if value:
         typer.echo(f"kbkit {__version__}")

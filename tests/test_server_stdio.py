@@ -97,7 +97,7 @@ async def test_resource_read_returns_text_with_media_type_and_templates_are_list
 ) -> None:
     async with serve_stdio(project, mode) as client:
         templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
-        assert templates == ["kb://doc/{+path}", "kb://topic/{+prefix}"]
+        assert templates == ["kb://doc/{+path}", "kb://topic/{+prefix}", "skill://{name}/{+path}"]
         doc = (await client.read_resource("kb://doc/runbooks/deploy.rst")).contents[0]
         assert doc.mime_type == "text/x-rst"
         assert "blue green" in doc.text

@@ -183,3 +183,18 @@ class Registry:
 def extension_of(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     return name.rsplit(".", 1)[-1].lower() if "." in name.lstrip(".") else ""
+
+
+class TextFiles(Registry):
+    """Every file as UTF-8 text: for a skill's own files (scripts, references), still read through
+    the guard sequence; binary files are refused by `decode_text`."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+
+    def for_path(self, path: str) -> Parser | None:
+        media = "text/markdown" if extension_of(path) in ("md", "markdown") else "text/plain"
+        return Parser(extension_of(path), media, parse_plain)
+
+    def covers(self, path: str) -> bool:
+        return True

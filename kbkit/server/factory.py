@@ -26,6 +26,7 @@ from kbkit.kb.base import KnowledgeBase
 from kbkit.server import resources
 from kbkit.server.memory import MemoryProxy
 from kbkit.server.notify import Notifier
+from kbkit.server.skills import SkillShelf
 from kbkit.server.tools import KB_TOOLS, KbTool
 
 INSTRUCTIONS = (
@@ -85,6 +86,7 @@ def create_server(
     tools = select_tools(settings.server_tools)
     declarations = [tool.declaration() for tool in tools.values()]
     notifier = Notifier()
+    shelf = SkillShelf(settings.root)
     memory = None
     if attach_memory and settings.memory.configured:
         memory = MemoryProxy(
@@ -125,7 +127,7 @@ def create_server(
     async def on_list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return await in_thread(resources.list_resources, kb, params.cursor if params else None)
+        return await in_thread(resources.list_resources, kb, params.cursor if params else None, shelf)
 
     async def on_list_resource_templates(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -135,7 +137,17 @@ def create_server(
     async def on_read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await in_thread(resources.read_resource, kb, params.uri)
+        return await in_thread(resources.read_resource, kb, params.uri, shelf)
+
+    async def on_list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return await in_thread(shelf.list_prompts)
+
+    async def on_get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        return await in_thread(shelf.get_prompt, params.name)
 
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
@@ -160,6 +172,8 @@ def create_server(
         on_list_resources=on_list_resources,
         on_list_resource_templates=on_list_resource_templates,
         on_read_resource=on_read_resource,
+        on_list_prompts=on_list_prompts,
+        on_get_prompt=on_get_prompt,
         on_subscriptions_listen=notifier.listen if dynamic_tools else None,
     )
     server.middleware.append(notifier.track)

@@ -21,18 +21,27 @@ from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import TEXT_CAP, IndexedDocument, check_path
 from kbkit.kb.parsers import ALL_PARSERS
 from kbkit.kb.uris import DOC_TEMPLATE, TOPIC_TEMPLATE, doc_uri, parse_doc_uri, parse_topic_uri
+from kbkit.server.skills import URI_PREFIX as SKILL_URI_PREFIX
+from kbkit.server.skills import URI_TEMPLATE as SKILL_TEMPLATE
+from kbkit.server.skills import SkillShelf
 
 PAGE_SIZE = 100
 TOPIC_LIMIT = 500
 """A topic listing names at most this many documents, and says when there are more."""
 
 
-def list_resources(kb: KnowledgeBase, cursor: str | None) -> types.ListResourcesResult:
+def list_resources(
+    kb: KnowledgeBase, cursor: str | None, shelf: SkillShelf | None = None
+) -> types.ListResourcesResult:
+    """Documents in path order, PAGE_SIZE a page; the first page also carries the installed skills' files."""
     after = _decode_cursor(cursor) if cursor else None
     rows = kb.list_servable(after=after, limit=PAGE_SIZE + 1)
     page = rows[:PAGE_SIZE]
     next_cursor = _encode_cursor(page[-1].path) if len(rows) > PAGE_SIZE else None
-    return types.ListResourcesResult(resources=[_resource(row) for row in page], next_cursor=next_cursor)
+    skills = shelf.resources() if shelf is not None and cursor is None else []
+    return types.ListResourcesResult(
+        resources=[*skills, *(_resource(row) for row in page)], next_cursor=next_cursor
+    )
 
 
 def list_templates() -> types.ListResourceTemplatesResult:
@@ -51,11 +60,19 @@ def list_templates() -> types.ListResourceTemplatesResult:
                 description="A Markdown list of the indexed documents under a kb folder, with their URIs.",
                 mime_type="text/markdown",
             ),
+            types.ResourceTemplate(
+                uri_template=SKILL_TEMPLATE,
+                name="skill-file",
+                title="A file of an installed skill",
+                description="SKILL.md or another file of a skill installed in .agents/skills.",
+            ),
         ]
     )
 
 
-def read_resource(kb: KnowledgeBase, uri: str) -> types.ReadResourceResult:
+def read_resource(kb: KnowledgeBase, uri: str, shelf: SkillShelf | None = None) -> types.ReadResourceResult:
+    if shelf is not None and uri.startswith(SKILL_URI_PREFIX):
+        return shelf.read(uri)
     try:
         path = parse_doc_uri(uri)
         if path is not None:

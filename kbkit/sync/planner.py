@@ -18,6 +18,7 @@ from dotenv import dotenv_values
 from kbkit.config import CONFIG_FILE, ENV_FILE, Settings
 from kbkit.errors import ConfigError, SyncRefused
 from kbkit.fsutil import atomic_write_text
+from kbkit.skills.install import check as check_skills
 from kbkit.sync.clients import CLIENTS, Client
 from kbkit.sync.gitignore import (
     block_is_current,
@@ -138,7 +139,7 @@ def sync(
 
     git = in_git_work_tree(root)
     if mode == "check":
-        report.problems = _problems(report, root, selected, git)
+        report.problems = _problems(report, settings, selected, git)
         return report
     if mode == "dry-run":
         return report
@@ -266,7 +267,8 @@ def _refuse_secrets(settings: Settings, entries: dict[str, dict[str, Any]]) -> N
                 )
 
 
-def _problems(report: SyncReport, root: Path, selected: list[str], git: bool) -> list[str]:
+def _problems(report: SyncReport, settings: Settings, selected: list[str], git: bool) -> list[str]:
+    root = settings.root
     problems = []
     for outcome in report.outcomes:
         if outcome.action == "created":
@@ -275,6 +277,7 @@ def _problems(report: SyncReport, root: Path, selected: list[str], git: bool) ->
             problems.append(f"{outcome.path}: out of date ({outcome.client}); run kbkit sync")
         elif outcome.action == "conflict":
             problems.append(f"{outcome.path}: {outcome.reason}")
+    problems += [f"skills: {problem}" for problem in check_skills(settings).problems]
     if report.gitignore == "stale":
         problems.append(".gitignore: the kbkit block is out of date; run kbkit sync")
     elif git:
