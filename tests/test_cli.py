@@ -65,7 +65,9 @@ def test_the_library_never_prints_to_stdout() -> None:
         if path.name == "cli.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            prints = isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+            prints = (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+            )
             stdout = (
                 isinstance(node, ast.Attribute)
                 and node.attr == "stdout"
