@@ -142,6 +142,7 @@ def serve(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str | None, typer.Option("--host", help="HTTP bind address.")] = None,
     port: Annotated[int | None, typer.Option("--port", help="HTTP port ([server.http] port).")] = None,
+    no_watch: Annotated[bool, typer.Option("--no-watch", help="Do not reindex as files change.")] = False,
 ) -> None:
     """Serve the kb to agents: over stdio (what agents' configs run), or over HTTP with --http."""
     import anyio
@@ -157,9 +158,10 @@ def serve(
             from kbkit.server.http import plan_http
 
             plan = plan_http(settings, host, port)
-        report = kb.scan()
+        report = kb.scan(log=_stderr_line)
         attach_memory = plan is None or settings.http.memory
-        server = create_server(kb, attach_memory=attach_memory, report=_stderr_line)
+        watch = settings.watch and not no_watch
+        server = create_server(kb, attach_memory=attach_memory, watch=watch, report=_stderr_line)
     except KbkitError as exc:
         if kb is not None:
             kb.close()
@@ -169,8 +171,9 @@ def serve(
         report,
         transport="http" if plan else "stdio",
         tools=settings.server_tools,
-        repaired=kb.store.repaired,
+        repaired=kb.store.repaired or report.interrupted,
         http=plan.describe() if plan else (),
+        watching=watch,
         memory=memory_line(settings, server.memory, over_http=plan is not None),
     )
     for line in lines:

@@ -47,6 +47,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "exclude_dirs": Key(
             list, DEFAULT_EXCLUDE_DIRS, "folder names (or paths from the kb folder) never indexed", str
         ),
+        "watch": Key(bool, True, "reindex and notify agents as files change while serving"),
     },
     "parsers": {
         "enabled": Key(list, list(ALL_PARSERS), "file extensions to index and serve", str),
@@ -127,6 +128,7 @@ class Settings:
     kb_path: Path
     """The knowledge-base folder (absolute, resolved)."""
     exclude_dirs: tuple[str, ...] = tuple(DEFAULT_EXCLUDE_DIRS)
+    watch: bool = True
     parsers: tuple[str, ...] = tuple(ALL_PARSERS)
     server_name: str = "kb"
     server_tools: tuple[str, ...] = tuple(DEFAULT_TOOLS)
@@ -200,6 +202,7 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
         root=root,
         kb_path=kb_path,
         exclude_dirs=tuple(values["kb"]["exclude_dirs"]),
+        watch=values["kb"]["watch"],
         parsers=tuple(dict.fromkeys(parsers)),
         server_name=values["server"]["name"],
         server_tools=tuple(dict.fromkeys(values["server"]["tools"])),

@@ -44,6 +44,7 @@ def boot_lines(
     tools: Iterable[str],
     repaired: str | None = None,
     http: Iterable[str] = (),
+    watching: bool = False,
     memory: str = "memory: off (not configured: add a [memory] section with url to kbkit.toml)",
 ) -> list[str]:
     lines = [
@@ -54,7 +55,8 @@ def boot_lines(
     if repaired:
         lines.append(f"index repaired: {repaired}")
     lines += [
-        describe_scan(report),
+        describe_scan(report)
+        + ("; watching for changes" if watching else "; not watching (--no-watch or [kb] watch = false)"),
         f"parsers: {', '.join(settings.parsers)}",
         f"tools: {', '.join(tools) or 'none ([server] tools is empty)'}",
         memory,

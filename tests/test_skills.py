@@ -72,7 +72,7 @@ def test_a_local_skill_is_pinned_installed_and_linked_relatively(tmp_path: Path)
         "skills": {
             "kb-usage": {
                 "computedHash": folder_hash(root / "skills" / "kb-usage"),
-                "source": "skills/kb-usage",
+                "source": "./skills/kb-usage",
                 "sourceType": "local",
             }
         },

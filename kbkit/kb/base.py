@@ -6,6 +6,7 @@ The server and the CLI hold one of these and nothing else from `kbkit.kb`.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from kbkit.config import Settings
 from kbkit.errors import DocumentRefused, IndexUnavailable
@@ -29,9 +30,18 @@ class KnowledgeBase:
     def close(self) -> None:
         self.store.close()
 
-    def scan(self, progress: indexer.ProgressFn | None = None) -> indexer.ScanReport:
+    def scan(
+        self, progress: indexer.ProgressFn | None = None, *, log: Callable[[str], None] | None = None
+    ) -> indexer.ScanReport:
+        """Index what changed, holding the one-writer lock (other processes keep reading meanwhile)."""
         rules = IgnoreRules.load(self.settings.kb_path, self.settings.exclude_dirs)
-        return indexer.scan(self.store, self.settings.kb_path, self.registry, rules, progress=progress)
+        with self.store.writer(log=log):
+            return indexer.scan(self.store, self.settings.kb_path, self.registry, rules, progress=progress)
+
+    def reconfigure(self, settings: Settings) -> None:
+        """New settings (kbkit.toml edited while serving): the next scan applies them."""
+        self.settings = settings
+        self.registry = Registry(settings.parsers)
 
     def search(self, query: str, **options: object) -> search.SearchResult:
         return search.search(self.store, self.registry, query, **options)  # type: ignore[arg-type]

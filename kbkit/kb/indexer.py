@@ -40,6 +40,8 @@ class ScanReport:
     """Files with a registered extension that are not indexed (see `skip_reasons`)."""
     skip_reasons: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    interrupted: str | None = None
+    """Set when this scan found (and finished) an earlier scan that was killed midway."""
 
     @property
     def touched(self) -> bool:
@@ -69,6 +71,11 @@ def scan(
     report = ScanReport()
     conn = store.connect()
     try:
+        marker = conn.execute("SELECT value FROM meta WHERE key = 'scan_in_progress'").fetchone()
+        if marker is not None:
+            report.interrupted = (
+                f"an earlier indexing run ({marker[0]}) was cut off; its committed batches were kept"
+            )
         known = {
             row[0]: (row[1], row[2], row[3])
             for row in conn.execute("SELECT path, size, mtime_ns, id FROM documents")
@@ -87,7 +94,7 @@ def scan(
         gone_docs = [path for path in known if path not in seen_paths]
         gone_skips = [path for path in skipped if path not in seen_paths]
         report.unchanged = len(seen) - len(work)
-        if work or gone_docs or gone_skips:
+        if work or gone_docs or gone_skips or marker is not None:
             _apply(conn, kb_root, registry, work, known, gone_docs, gone_skips, report, progress)
         report.documents = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
         for reason, count in conn.execute("SELECT reason_code, count(*) FROM skipped GROUP BY reason_code"):
@@ -150,6 +157,10 @@ def _apply(
     progress: ProgressFn | None,
 ) -> None:
     now = datetime.now(UTC).isoformat(timespec="seconds")
+    conn.execute(  # a killed indexer leaves this behind; the next scan says so and finishes the work
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('scan_in_progress', ?)",
+        (f"pid {os.getpid()}, {now}",),
+    )
     conn.execute("BEGIN IMMEDIATE")
     try:
         for path in gone_docs:
@@ -163,6 +174,7 @@ def _apply(
                 if progress:
                     progress(done, len(work))
                 conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM meta WHERE key = 'scan_in_progress'")
         conn.execute("COMMIT")
         if progress:
             progress(len(work), len(work))

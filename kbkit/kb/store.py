@@ -7,14 +7,19 @@ and the store says so, so the boot line can.
 
 from __future__ import annotations
 
+import fcntl
 import sqlite3
 import threading
-from contextlib import suppress
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+LOCK_WAIT_SECONDS = 120.0
+"""How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
 
 _SCHEMA = f"""
@@ -41,6 +46,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
     title, headings, body,
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
 PRAGMA user_version = {SCHEMA_VERSION};
 """
 
@@ -55,6 +64,7 @@ class Store:
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._probe: sqlite3.Connection | None = None
 
     @classmethod
     def open(cls, path: Path) -> Store:
@@ -91,7 +101,48 @@ class Store:
                 with suppress(sqlite3.Error):
                     conn.close()
             self._connections.clear()
+            self._probe = None
         self._local = threading.local()
+
+    @contextmanager
+    def writer(self, *, log: Callable[[str], None] | None = None) -> Iterator[None]:
+        """The one-writer-at-a-time lock across processes (flock: a crashed holder releases it).
+
+        Readers never take it: WAL lets them answer from the last committed state meanwhile.
+        """
+        path = self.path.with_name(self.path.name + ".lock")
+        with open(path, "a+b") as handle:
+            started = time.monotonic()
+            told = False
+            while True:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    waited = time.monotonic() - started
+                    if waited > LOCK_WAIT_SECONDS:
+                        raise IndexUnavailable(
+                            f"another kbkit has been indexing {self.path} for {waited:.0f} s; try again later"
+                        ) from None
+                    if not told and waited > 1 and log is not None:
+                        log("index: another kbkit process is indexing; waiting for it")
+                        told = True
+                    time.sleep(0.05)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits: a cheap way to notice other writers.
+
+        Asked on one dedicated connection, since the value is per connection.
+        """
+        with self._lock:
+            if self._probe is None:
+                self._probe = self.connect()
+                self._connections.append(self._probe)
+            return self._probe.execute("PRAGMA data_version").fetchone()[0]
 
     def _prepare(self) -> None:
         try:

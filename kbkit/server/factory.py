@@ -24,6 +24,7 @@ from kbkit.config import CONFIG_FILE
 from kbkit.errors import ConfigError, IndexUnavailable
 from kbkit.kb.base import KnowledgeBase
 from kbkit.server import resources
+from kbkit.server.live import LiveIndex
 from kbkit.server.memory import MemoryProxy
 from kbkit.server.notify import Notifier
 from kbkit.server.skills import SkillShelf
@@ -76,6 +77,7 @@ def create_server(
     kb: KnowledgeBase,
     *,
     attach_memory: bool = True,
+    watch: bool = False,
     report: Callable[[str], None] | None = None,
 ) -> KbServer:
     """The one server: kb tools and resources, plus memory tools when `[memory]` and its key allow.
@@ -87,6 +89,7 @@ def create_server(
     declarations = [tool.declaration() for tool in tools.values()]
     notifier = Notifier()
     shelf = SkillShelf(settings.root)
+    live = LiveIndex(kb, notifier, watch=watch, report=report or (lambda line: None))
     memory = None
     if attach_memory and settings.memory.configured:
         memory = MemoryProxy(
@@ -152,12 +155,14 @@ def create_server(
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         async with anyio.create_task_group() as group:
+            group.start_soon(live.run)
             if dynamic_tools:
                 await group.start(memory.run)
                 await memory.wait_first_attempt()
             try:
                 yield {}
             finally:
+                live.stop()
                 notifier.close()
                 group.cancel_scope.cancel()
 
@@ -174,10 +179,14 @@ def create_server(
         on_read_resource=on_read_resource,
         on_list_prompts=on_list_prompts,
         on_get_prompt=on_get_prompt,
-        on_subscriptions_listen=notifier.listen if dynamic_tools else None,
+        on_subscribe_resource=notifier.subscribe,
+        on_unsubscribe_resource=notifier.unsubscribe,
+        on_subscriptions_listen=notifier.listen,
     )
     server.middleware.append(notifier.track)
     server.notifier = notifier
     server.memory = memory
-    server.notification_options = NotificationOptions(tools_changed=dynamic_tools)
+    server.notification_options = NotificationOptions(
+        prompts_changed=True, resources_changed=True, tools_changed=dynamic_tools
+    )
     return server

@@ -13,11 +13,13 @@ import logging
 import weakref
 from typing import Any
 
+import mcp.types as types
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
+    PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated,
     ToolsListChanged,
@@ -32,6 +34,7 @@ class Notifier:
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus)
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
 
     async def track(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Server middleware: remember handshake-era connections so they can be notified later."""
@@ -49,8 +52,31 @@ class Notifier:
         await self.bus.publish(ResourcesListChanged())
         await self._each_session("send_resource_list_changed")
 
+    async def prompts_changed(self) -> None:
+        await self.bus.publish(PromptsListChanged())
+        await self._each_session("send_prompt_list_changed")
+
     async def resource_updated(self, uri: str) -> None:
         await self.bus.publish(ResourceUpdated(uri=uri))
+        for connection, uris in list(self._subscriptions.items()):
+            if uri in uris:
+                try:
+                    await connection.send_resource_updated(uri)
+                except Exception:  # a closed connection: forget it
+                    self._subscriptions.pop(connection, None)
+
+    async def subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+    ) -> types.EmptyResult:
+        """2025-11-25 `resources/subscribe`: this connection hears `updated` for that URI."""
+        self._subscriptions.setdefault(ctx.session._connection, set()).add(params.uri)  # noqa: SLF001
+        return types.EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+    ) -> types.EmptyResult:
+        self._subscriptions.get(ctx.session._connection, set()).discard(params.uri)  # noqa: SLF001
+        return types.EmptyResult()
 
     async def _each_session(self, method: str, *args: Any) -> None:
         for connection in list(self._connections):

@@ -129,6 +129,8 @@ def check(settings: Settings) -> SkillsReport:
 def add(settings: Settings, source: str, *, skill: str | None = None, ref: str | None = None) -> SkillsReport:
     root = settings.root
     kind = "git" if is_git_source(source, ref, root) else "local"
+    if kind == "local" and not Path(source).is_absolute() and not source.startswith(("./", "../")):
+        source = "./" + source  # other skill tools read a bare "a/b" as a GitHub owner/repo
     probe = LockEntry(source, kind, "", ref)
     with fetch(probe, root, skill=skill) as fetched:
         parsed = read_skill(fetched.folder)
