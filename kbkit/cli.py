@@ -92,8 +92,9 @@ def index(
                     report = kb.scan(progress)
             else:
                 report = kb.scan()
-            if kb.store.repaired:
-                typer.echo(f"index repaired: {kb.store.repaired}")
+            for repaired in (kb.store.repaired, report.interrupted):
+                if repaired:
+                    typer.echo(f"index repaired: {repaired}")
             typer.echo(describe_scan(report))
             if skipped:
                 for path, reason in kb.store.reader().execute(

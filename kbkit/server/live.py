@@ -25,6 +25,8 @@ from kbkit.sync.clients import CANONICAL_SKILL_DIR
 
 DEBOUNCE_MS = 150
 """Events closer together than this are one change (an editor's save is several events)."""
+CATCH_UP_SECONDS = 0.5
+"""After this long the watcher is surely registered; one rescan then covers the gap before it."""
 POLL_SECONDS = 0.5
 """How often the monitor asks SQLite whether anything committed: one PRAGMA, nearly free."""
 
@@ -75,28 +77,38 @@ class LiveIndex:
         def relevant(_change: object, path: str) -> bool:
             return not path.startswith(state) and "/.git/" not in path
 
-        async for changes in awatch(
-            *targets,
-            watch_filter=relevant,
-            debounce=DEBOUNCE_MS,
-            step=50,
-            stop_event=self._stop,
-            rust_timeout=1000,
-        ):
-            paths = {Path(p) for _, p in changes}
-            if any(p.name in (CONFIG_FILE, LOCAL_CONFIG_FILE) and p.parent == root for p in paths):
-                self._reload_settings()
-            try:
-                report = await anyio.to_thread.run_sync(lambda: self.kb.scan(log=self.report))
-            except KbkitError as exc:
-                self.report(f"index: a rescan failed ({exc}); serving the last committed state")
-                continue
-            if report.touched:
-                self.report(
-                    f"index: {report.added} added, {report.changed} changed, {report.removed} removed "
-                    f"in {report.seconds * 1000:.0f} ms"
-                )
-            self._poke.set()  # publish now rather than at the next poll
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._catch_up)
+            async for changes in awatch(
+                *targets,
+                watch_filter=relevant,
+                debounce=DEBOUNCE_MS,
+                step=50,
+                stop_event=self._stop,
+                rust_timeout=1000,
+            ):
+                paths = {Path(p) for _, p in changes}
+                if any(p.name in (CONFIG_FILE, LOCAL_CONFIG_FILE) and p.parent == root for p in paths):
+                    self._reload_settings()
+                await self._rescan()
+
+    async def _catch_up(self) -> None:
+        """One rescan once the watcher is up: edits between the boot scan and the first event are not lost."""
+        await anyio.sleep(CATCH_UP_SECONDS)
+        await self._rescan()
+
+    async def _rescan(self) -> None:
+        try:
+            report = await anyio.to_thread.run_sync(lambda: self.kb.scan(log=self.report))
+        except KbkitError as exc:
+            self.report(f"index: a rescan failed ({exc}); serving the last committed state")
+            return
+        if report.touched:
+            self.report(
+                f"index: {report.added} added, {report.changed} changed, {report.removed} removed "
+                f"in {report.seconds * 1000:.0f} ms"
+            )
+        self._poke.set()  # publish now rather than at the next poll
 
     def _reload_settings(self) -> None:
         try:

@@ -38,7 +38,7 @@ class Notifier:
 
     async def track(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Server middleware: remember handshake-era connections so they can be notified later."""
-        if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+        if ctx.method == "initialize" or ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
             # ctx.session is a per-request proxy; its connection is what lives as long as the
             # client does. The SDK's own (not yet wired) `Context.connection` exposes the same.
             self._connections.add(ctx.session._connection)  # noqa: SLF001

@@ -1,0 +1,242 @@
+"""A live index: edits reach subscribed agents, many servers share one index, a broken index heals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import anyio
+import mcp.types as types
+import pytest
+from conftest import ERAS, kbkit_command, make_project, serve_stdio
+
+pytestmark = pytest.mark.anyio
+
+
+class Inbox:
+    """Notifications a client received, for waiting on one with a deadline."""
+
+    def __init__(self) -> None:
+        self.seen: list[object] = []
+        self._changed = anyio.Event()
+
+    async def handler(self, message: object) -> None:
+        inner = getattr(message, "root", message)
+        if isinstance(inner, types.ResourceUpdatedNotification | types.ResourceListChangedNotification):
+            self.seen.append(inner)
+            self._changed.set()
+            self._changed = anyio.Event()
+
+    async def wait_for(self, kind: type, uri: str | None = None, timeout: float = 10.0) -> float:
+        started = time.monotonic()
+        with anyio.fail_after(timeout):
+            while not any(isinstance(n, kind) and (uri is None or n.params.uri == uri) for n in self.seen):
+                await self._changed.wait()
+        return time.monotonic() - started
+
+
+async def uris(client) -> list[str]:
+    return [r.uri for r in (await client.list_resources()).resources]
+
+
+async def test_both_eras_advertise_subscriptions_and_list_changes(project: Path) -> None:
+    async with serve_stdio(project, "legacy") as client:
+        resources = client.server_capabilities.resources
+        assert resources.subscribe is True and resources.list_changed is True
+    async with serve_stdio(project, "auto") as client:
+        assert client.server_capabilities.resources.list_changed is True
+
+
+async def test_a_subscribed_legacy_client_hears_an_edit_within_two_seconds(project: Path) -> None:
+    inbox = Inbox()
+    async with serve_stdio(project, "legacy", message_handler=inbox.handler) as client:
+        await client.session.subscribe_resource("kb://doc/notes.txt")
+        started = time.monotonic()
+        (project / "docs" / "notes.txt").write_text("Rewritten notes about checkpoints.\n")
+        await inbox.wait_for(types.ResourceUpdatedNotification, "kb://doc/notes.txt", timeout=10)
+        assert time.monotonic() - started < 2.0
+        text = (await client.read_resource("kb://doc/notes.txt")).contents[0].text
+        assert "checkpoints" in text
+
+
+async def test_a_modern_listener_hears_an_edit_within_two_seconds(project: Path) -> None:
+    async with (
+        serve_stdio(project, "auto") as client,
+        client.listen(resource_subscriptions=["kb://doc/notes.txt"]) as subscription,
+    ):
+        started = time.monotonic()
+        (project / "docs" / "notes.txt").write_text("Rewritten notes about checkpoints.\n")
+        with anyio.fail_after(10):
+            async for event in subscription:
+                if getattr(event, "uri", None) == "kb://doc/notes.txt":
+                    break
+        assert time.monotonic() - started < 2.0
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_create_delete_rename_and_ignore_each_change_the_listing(project: Path, mode: str) -> None:
+    inbox = Inbox()
+    docs = project / "docs"
+
+    async def expect_list_change(action) -> None:
+        inbox.seen.clear()
+        action()
+        await inbox.wait_for(types.ResourceListChangedNotification)
+
+    if mode == "legacy":
+        context = serve_stdio(project, mode, message_handler=inbox.handler)
+    else:
+        context = serve_stdio(project, mode)
+    async with context as client:
+        if mode == "legacy":
+            await expect_list_change(lambda: (docs / "new.md").write_text("# New page\n\nfresh words\n"))
+            assert "kb://doc/new.md" in await uris(client)
+            await expect_list_change(lambda: (docs / "new.md").rename(docs / "renamed.md"))
+            listed = await uris(client)
+            assert "kb://doc/renamed.md" in listed and "kb://doc/new.md" not in listed
+            await expect_list_change(lambda: (docs / "renamed.md").unlink())
+            assert "kb://doc/renamed.md" not in await uris(client)
+            await expect_list_change(lambda: (docs / ".kbignore").write_text("runbooks/\n"))
+        else:
+            async with client.listen(resources_list_changed=True) as subscription:
+                (docs / ".kbignore").write_text("runbooks/\n")
+                with anyio.fail_after(10):
+                    async for _event in subscription:
+                        break
+        assert "kb://doc/runbooks/deploy.rst" not in await uris(client)
+        hits = (await client.call_tool("search", {"query": "blue green"})).structured_content["results"]
+        assert hits == []
+        still = await client.call_tool("get_document", {"path": "runbooks/deploy.rst"})
+        assert not still.is_error and "blue green" in still.structured_content["text"]
+
+
+async def test_narrowing_parsers_in_kbkit_toml_is_applied_while_serving(project: Path) -> None:
+    inbox = Inbox()
+    async with serve_stdio(project, "legacy", message_handler=inbox.handler) as client:
+        assert "kb://doc/notes.txt" in await uris(client)
+        (project / "kbkit.toml").write_text('[kb]\npath = "docs"\n[parsers]\nenabled = ["md", "rst"]\n')
+        await inbox.wait_for(types.ResourceListChangedNotification)
+        assert "kb://doc/notes.txt" not in await uris(client)
+
+
+async def test_with_no_watch_edits_wait_for_the_next_index(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\nwatch = false\n')
+    async with serve_stdio(root) as client:
+        (root / "docs" / "late.md").write_text("# Late\n")
+        await anyio.sleep(1.5)
+        assert "kb://doc/late.md" not in await uris(client)
+        subprocess.run([*kbkit_command(), "index", "--root", str(root)], check=True, capture_output=True)
+        # another process indexed: this server notices the commit and serves it
+        with anyio.fail_after(10):
+            while "kb://doc/late.md" not in await uris(client):
+                await anyio.sleep(0.2)
+    assert "not watching" in (root / "serve-stderr.log").read_text()
+
+
+async def test_four_servers_share_one_index_while_a_fifth_process_edits_200_files(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p", {f"topic/page-{i:03}.md": f"# Page {i}\n\nversion zero\n" for i in range(200)}
+    )
+    errors: list[str] = []
+    done = anyio.Event()
+
+    async def agent(n: int, seen: dict[int, set[str]]) -> None:
+        async with serve_stdio(root, stderr_path=tmp_path / f"serve-{n}.log") as client:
+            while not done.is_set():
+                result = await client.call_tool("search", {"query": "version page", "limit": 5})
+                if result.is_error:
+                    errors.append(result.content[0].text)
+                await anyio.sleep(0.05)
+            with anyio.fail_after(30):  # converge: every server sees every edit
+                while True:
+                    hits = await client.call_tool(
+                        "search", {"query": "edited", "limit": 100, "max_tokens": 100000}
+                    )
+                    seen[n] = {hit["path"] for hit in hits.structured_content["results"]}
+                    if len(seen[n]) == 100:
+                        break
+                    await anyio.sleep(0.3)
+
+    seen: dict[int, set[str]] = {}
+    async with anyio.create_task_group() as group:
+        for n in range(4):
+            group.start_soon(agent, n, seen)
+        await anyio.sleep(3)  # all four up and searching
+        await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                [sys_python(), "-c", _EDITOR.format(root=str(root / "docs" / "topic"))],
+                check=True,
+                timeout=60,
+            )
+        )
+        await anyio.sleep(1)
+        done.set()
+    assert errors == []
+    assert len({frozenset(paths) for paths in seen.values()}) == 1 and len(seen[0]) == 100
+    for n in range(4):
+        assert "database is locked" not in (tmp_path / f"serve-{n}.log").read_text()
+
+
+_EDITOR = """
+import pathlib, time
+root = pathlib.Path({root!r})
+for i in range(200):
+    text = f"# Page {{i}}\\n\\nversion one, edited\\n" if i % 2 == 0 else f"# Page {{i}}\\n\\nversion one\\n"
+    (root / f"page-{{i:03}}.md").write_text(text)
+    time.sleep(0.005)
+"""
+
+
+def sys_python() -> str:
+    import sys
+
+    return sys.executable
+
+
+def test_an_indexer_killed_mid_batch_leaves_a_consistent_index_and_the_next_start_says_so(
+    tmp_path: Path,
+) -> None:
+    files = {f"bulk/doc-{i:05}.md": f"# Doc {i}\n\n" + "filler words " * 200 + "\n" for i in range(6000)}
+    root = make_project(tmp_path / "p", files)
+    index = subprocess.Popen(
+        [*kbkit_command(), "index", "--root", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    db = root / ".kbkit" / "index.db"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait for a first batch to be committed, then kill mid-run
+        try:
+            count = sqlite3.connect(db).execute("SELECT count(*) FROM documents").fetchone()[0]
+        except sqlite3.Error:
+            count = 0
+        if count >= 500:
+            break
+        time.sleep(0.02)
+    os.kill(index.pid, signal.SIGKILL)
+    index.wait(timeout=10)
+    partial = sqlite3.connect(db).execute("SELECT count(*) FROM documents").fetchone()[0]
+    assert 0 < partial < 6000, "the indexer finished before it could be killed; make the corpus larger"
+    assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    result = subprocess.run(
+        [*kbkit_command(), "index", "--root", str(root)], capture_output=True, text=True, timeout=120
+    )
+    assert "index: 6000 documents" in result.stdout
+    assert "an earlier indexing run (pid" in result.stdout and "was cut off" in result.stdout
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT count(*) FROM documents_fts").fetchone()[0] == 6000
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+async def test_a_corrupt_index_is_rebuilt_at_start_and_served(project: Path) -> None:
+    subprocess.run([*kbkit_command(), "index", "--root", str(project)], check=True, capture_output=True)
+    db = project / ".kbkit" / "index.db"
+    db.write_bytes(os.urandom(8192))
+    for suffix in ("-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    async with serve_stdio(project) as client:
+        hits = (await client.call_tool("search", {"query": "guard"})).structured_content["results"]
+        assert hits[0]["path"] == "adr/0001-guards.md"
+    assert "index repaired: the index was unreadable" in (project / "serve-stderr.log").read_text()
