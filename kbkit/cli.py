@@ -177,6 +177,9 @@ def serve(
         watching=watch,
         memory=memory_line(settings, server.memory, over_http=plan is not None),
     )
+    from kbkit.diagnostics import run_checks
+
+    lines += [f"[kbkit] {f.line()}" for f in run_checks(settings.root, only_boot=True) if f.status != "ok"]
     for line in lines:
         typer.echo(line, err=True)
     try:
@@ -261,6 +264,26 @@ def connect(
         )
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(relay, url, token)
+
+
+@app.command()
+def doctor(
+    root: RootOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+) -> None:
+    """Check everything kbkit depends on, with a fix for each problem (exit 0 ok, 1 warnings, 2 failures)."""
+    from kbkit.diagnostics import doctor_report, exit_code, run_checks
+
+    findings = run_checks(root)
+    if as_json:
+        typer.echo(json.dumps(doctor_report(findings), indent=2))
+    else:
+        marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+        for finding in findings:
+            typer.echo(f"{marks[finding.status]}  {finding.check}: {finding.finding}")
+            if finding.fix and finding.status != "ok":
+                typer.echo(f"      fix: {finding.fix}")
+    raise typer.Exit(code=exit_code(findings))
 
 
 skills_app = typer.Typer(help="Ship, pin and restore agent skills (skills-lock.json).", no_args_is_help=True)

@@ -4,12 +4,19 @@ and why. Never a secret's value: only variable names.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import platform
-from collections.abc import Iterable
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbkit import __version__
-from kbkit.config import Settings
+from kbkit.config import Settings, load_settings
+from kbkit.errors import KbkitError
 from kbkit.kb.indexer import ScanReport
 
 if TYPE_CHECKING:
@@ -77,3 +84,407 @@ def memory_line(settings: Settings, proxy: MemoryProxy | None, *, over_http: boo
     if over_http and proxy.enabled:
         line += "; WARNING: attached over HTTP, every caller shares one memory bank"
     return line
+
+
+# -- the check list: `kbkit doctor`, the boot warnings and README's troubleshooting table ------
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    status: str
+    """ok | warn | fail"""
+    finding: str
+    fix: str | None = None
+
+    def to_dict(self) -> dict[str, str]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def line(self) -> str:
+        text = f"{self.status}: {self.check}: {self.finding}"
+        return f"{text} - fix: {self.fix}" if self.fix else text
+
+
+@dataclass
+class Context:
+    """What the checks look at; each check loads what it needs and records it here for the next."""
+
+    root: Path | None
+    settings: Settings | None = None
+    config_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    symptom: str
+    cause: str
+    fix: str
+    run: Callable[[Context], list[Finding]]
+    at_boot: bool = False
+    """Also run by `kbkit serve` at start; only its warnings and failures are printed."""
+
+
+def _ok(check: str, finding: str) -> list[Finding]:
+    return [Finding(check, "ok", finding)]
+
+
+def check_python(ctx: Context) -> list[Finding]:
+    return _ok("python", f"Python {platform.python_version()} at {sys.executable}")
+
+
+def check_dependencies(ctx: Context) -> list[Finding]:
+    from kbkit.entry import missing_dependency
+
+    module = missing_dependency()
+    if module is not None:
+        return [
+            Finding(
+                "dependencies",
+                "fail",
+                f"dependencies not installed: {module}",
+                f"run: {sys.executable} -m pip install kbkit (in a checkout: pip install -e .)",
+            )
+        ]
+    return _ok("dependencies", "every required package imports")
+
+
+def check_config(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return [
+            Finding(
+                "config",
+                "fail",
+                ctx.config_error or "kbkit.toml could not be read",
+                "fix what the message names (kbkit init writes a starter kbkit.toml)",
+            )
+        ]
+    sources = ", ".join(p.name for p in ctx.settings.sources)
+    return _ok("config", f"{sources} valid; kb folder {_relative(ctx.settings)}")
+
+
+def check_state_dir(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    state = ctx.settings.state_dir
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=state, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return [
+            Finding(
+                "state",
+                "fail",
+                f"{state} is not writable ({exc.strerror or exc})",
+                f"make {state} a folder the user running kbkit can write (the index lives there)",
+            )
+        ]
+    return _ok("state", f"{state} is writable")
+
+
+def check_index(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    from kbkit.kb.ignore import IgnoreRules
+    from kbkit.kb.indexer import count_stale
+    from kbkit.kb.parsers import Registry
+    from kbkit.kb.store import Store
+
+    settings = ctx.settings
+    if not settings.index_path.exists():
+        return [
+            Finding("index", "warn", "no index yet", "run kbkit index (kbkit serve also builds it at start)")
+        ]
+    problem = Store(settings.index_path)._problem()  # read-only look: doctor repairs nothing
+    if problem and problem != "new":
+        return [
+            Finding(
+                "index",
+                "fail",
+                problem.replace("and was rebuilt", "").replace("; it was rebuilt", ""),
+                "run kbkit index: it rebuilds the index from the documents",
+            )
+        ]
+    try:
+        store = Store(settings.index_path)
+        rules = IgnoreRules.load(settings.kb_path, settings.exclude_dirs)
+        stale = count_stale(store, settings.kb_path, Registry(settings.parsers), rules)
+        total = store.reader().execute("SELECT count(*) FROM documents").fetchone()[0]
+        store.close()
+    except KbkitError as exc:
+        return [Finding("index", "fail", str(exc), "run kbkit index")]
+    if stale:
+        return [
+            Finding(
+                "index",
+                "warn",
+                f"{total} documents indexed, {stale} stale (changed since indexing)",
+                "run kbkit index, or keep kbkit serve running: it watches and reindexes",
+            )
+        ]
+    return _ok("index", f"{total} documents indexed, none stale")
+
+
+def check_parsers(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    if "pdf" in ctx.settings.parsers and importlib.util.find_spec("pypdf") is None:
+        return [
+            Finding(
+                "parsers",
+                "warn",
+                "pdf is enabled but pypdf is not installed: PDFs are skipped",
+                f"run: {sys.executable} -m pip install pypdf, or drop pdf from [parsers] enabled",
+            )
+        ]
+    return _ok("parsers", ", ".join(ctx.settings.parsers) + " usable")
+
+
+def check_memory(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    memory = ctx.settings.memory
+    if not memory.configured:
+        return _ok("memory", "off: no [memory] section (session memory is optional)")
+    if not ctx.settings.env.get(memory.credential):
+        return [
+            Finding(
+                "memory",
+                "warn",
+                f"{memory.credential} is not set: the memory tools are off",
+                f"add {memory.credential}=<your key> to .env.local (never to kbkit.toml)",
+            )
+        ]
+    import anyio
+
+    from kbkit.server.memory import probe
+
+    ok, detail = anyio.run(probe, memory, ctx.settings.env)
+    if ok:
+        return _ok("memory", detail)
+    return [
+        Finding("memory", "fail", f"unavailable: {detail}", "see the reason; kb tools keep working meanwhile")
+    ]
+
+
+def check_http(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    from kbkit.server.http import TOKEN_VAR, is_loopback
+
+    settings = ctx.settings
+    token = settings.env.get(TOKEN_VAR)
+    reach = "loopback" if is_loopback(settings.http.host) else f"network ({settings.http.host})"
+    if not token:
+        status = "warn" if settings.sync_remote_url or not is_loopback(settings.http.host) else "ok"
+        fix = f"add {TOKEN_VAR}=<a long random string> to .env.local" if status == "warn" else None
+        return [
+            Finding(
+                "http",
+                status,
+                f"{TOKEN_VAR} is not set: kbkit serve --http would refuse to start (bind: {reach})",
+                fix,
+            )
+        ]
+    if len(token) < 16:
+        return [
+            Finding(
+                "http",
+                "fail",
+                f"{TOKEN_VAR} is shorter than 16 characters",
+                "use a long random string, e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+            )
+        ]
+    return _ok("http", f"{TOKEN_VAR} is set; kbkit serve --http binds {settings.http.host} ({reach})")
+
+
+def check_sync(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    from kbkit.sync.planner import sync
+
+    try:
+        report = sync(ctx.settings, mode="check")
+    except KbkitError as exc:
+        return [Finding("sync", "fail", str(exc), "fix the file it names, then run kbkit sync")]
+    problems = [p for p in report.problems if not p.startswith("skills: ")]
+    if problems:
+        return [
+            Finding("sync", "warn", problem, "run kbkit sync (kbkit sync --force for hand edits)")
+            for problem in problems
+        ]
+    return _ok("sync", f"{len(report.outcomes)} client configs fresh and ignored by git")
+
+
+def check_client_commands(ctx: Context) -> list[Finding]:
+    """The kbkit command each client config runs still exists: a moved or deleted virtual
+    environment is the most common break after a clone."""
+    if ctx.settings is None:
+        return []
+    from kbkit.sync.clients import CLIENTS
+    from kbkit.sync.merge import ConfigText
+
+    findings = []
+    for name in ctx.settings.sync_clients:
+        client = CLIENTS[name]
+        path = ctx.settings.root / client.path
+        if not path.exists():
+            continue
+        try:
+            entry = ConfigText(client.format, path.read_text(encoding="utf-8"), client.path).get(
+                (*client.root_key, ctx.settings.server_name)
+            )
+        except KbkitError:
+            continue  # the sync check reports unparsable files
+        command = entry.get("command") if isinstance(entry, dict) else None
+        if isinstance(command, list):
+            command = command[0] if command else None
+        if isinstance(command, str) and not (Path(command).is_file() and os.access(command, os.X_OK)):
+            findings.append(
+                Finding(
+                    "client-commands",
+                    "fail",
+                    f"{client.path} runs {command}, which no longer exists",
+                    "reinstall kbkit in this checkout, then run kbkit sync",
+                )
+            )
+    return findings or _ok("client-commands", "every configured kbkit command exists")
+
+
+def check_skills(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    from kbkit.skills.install import check
+
+    try:
+        report = check(ctx.settings)
+    except KbkitError as exc:
+        return [Finding("skills", "fail", str(exc), "restore skills-lock.json from git")]
+    findings = [
+        Finding("skills", "fail", p, "run kbkit skills install (or kbkit skills update NAME)")
+        for p in report.problems
+    ]
+    findings += [Finding("skills", "warn", w) for w in report.warnings]
+    return findings or _ok("skills", "every locked skill installed and verified")
+
+
+CHECKS: list[Check] = [
+    Check(
+        "python",
+        "kbkit does not start at all",
+        "Python older than 3.11",
+        "install Python 3.11+, reinstall kbkit",
+        check_python,
+    ),
+    Check(
+        "dependencies",
+        "`kbkit serve` exits at once: dependencies not installed",
+        "a package is missing from the environment that runs kbkit",
+        "pip install kbkit (or pip install -e .)",
+        check_dependencies,
+    ),
+    Check(
+        "config",
+        "every command stops with `kbkit: error: kbkit.toml ...`",
+        "invalid TOML, an unknown key, a wrong type, or a missing kb folder",
+        "fix what the message names; `kbkit init --force` writes a starter",
+        check_config,
+    ),
+    Check(
+        "state",
+        "the index cannot be written",
+        ".kbkit/ is not a writable folder",
+        "make .kbkit/ writable by the user running kbkit",
+        check_state_dir,
+        at_boot=True,
+    ),
+    Check(
+        "index",
+        "search misses recent edits, or the boot line says `index repaired`",
+        "the index is missing, corrupt, from an older kbkit, or files changed since indexing",
+        "`kbkit index` (a running `kbkit serve` watches and reindexes)",
+        check_index,
+    ),
+    Check(
+        "parsers",
+        "PDFs are skipped with `parser-missing`",
+        "pdf is enabled but pypdf is not installed",
+        "pip install pypdf, or drop pdf from [parsers] enabled",
+        check_parsers,
+        at_boot=True,
+    ),
+    Check(
+        "memory",
+        "the memory tools (retain, recall, reflect) are missing",
+        "no [memory] url, the key variable unset, or the service refusing or unreachable",
+        "set the key in .env.local; the boot line names the reason",
+        check_memory,
+    ),
+    Check(
+        "http",
+        "`kbkit serve --http` refuses to start, or clients get 401",
+        "MCP_TOKEN is not set, too short, or differs from the client's",
+        "set MCP_TOKEN in .env.local",
+        check_http,
+    ),
+    Check(
+        "sync",
+        "an agent does not list the kb server, or runs an old one",
+        "client configs missing, out of date, hand-edited, or not ignored by git",
+        "`kbkit sync` (`--force` replaces hand edits)",
+        check_sync,
+    ),
+    Check(
+        "client-commands",
+        "after a clone the agent says the kb server failed to start",
+        "a client config runs a kbkit that no longer exists (a moved or deleted virtualenv)",
+        "reinstall kbkit, then `kbkit sync`",
+        check_client_commands,
+    ),
+    Check(
+        "skills",
+        "agents lack the team's skills, or `kbkit skills check` fails",
+        "skills not installed, an installed copy changed, or a source moved",
+        "`kbkit skills install` (`kbkit skills update NAME` to accept a change)",
+        check_skills,
+    ),
+]
+"""Every check, in the order `kbkit doctor` runs them."""
+
+
+def run_checks(root: Path | None, *, only_boot: bool = False) -> list[Finding]:
+    ctx = Context(root)
+    try:
+        ctx.settings = load_settings(root)
+    except KbkitError as exc:
+        ctx.config_error = str(exc)
+    findings: list[Finding] = []
+    for check in CHECKS:
+        if only_boot and not check.at_boot:
+            continue
+        try:
+            findings += check.run(ctx)
+        except Exception as exc:  # a check that breaks is a finding, never a crash of the doctor
+            findings.append(
+                Finding(check.name, "fail", f"the check itself failed: {type(exc).__name__}: {exc}")
+            )
+    return findings
+
+
+def exit_code(findings: list[Finding]) -> int:
+    statuses = {finding.status for finding in findings}
+    return 2 if "fail" in statuses else 1 if "warn" in statuses else 0
+
+
+def doctor_report(findings: list[Finding]) -> dict:
+    """The `kbkit doctor --json` document (schema: docs/doctor.schema.json)."""
+    status = {0: "ok", 1: "warn", 2: "fail"}[exit_code(findings)]
+    return {"version": 1, "status": status, "checks": [finding.to_dict() for finding in findings]}
+
+
+def troubleshooting_table() -> str:
+    """README's troubleshooting table, written from CHECKS (a test keeps README equal to it)."""
+    rows = ["| symptom | cause | fix | check |", "| --- | --- | --- | --- |"]
+    rows += [f"| {c.symptom} | {c.cause} | {c.fix} | `{c.name}` |" for c in CHECKS]
+    return "\n".join(rows) + "\n"

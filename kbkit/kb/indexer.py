@@ -246,3 +246,24 @@ def _index_one(
 def _delete(conn: sqlite3.Connection, doc_id: int) -> None:
     conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+
+def count_stale(store: Store, kb_root: Path, registry: Registry, rules: IgnoreRules) -> int:
+    """Files a scan would add, reindex or drop (by stat only: nothing is read or written)."""
+    conn = store.connect()
+    try:
+        known = {
+            row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM documents")
+        }
+        skipped = {
+            row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM skipped")
+        }
+    except sqlite3.Error as exc:
+        raise IndexUnavailable(f"the index {store.path} cannot be read: {exc}") from None
+    finally:
+        conn.close()
+    seen = {item.path: (item.size, item.mtime_ns) for item in walk(kb_root, registry, rules)}
+    changed = sum(
+        1 for path, stat_ in seen.items() if known.get(path) != stat_ and skipped.get(path) != stat_
+    )
+    return changed + sum(1 for path in known if path not in seen)

@@ -232,6 +232,27 @@ class MemoryProxy:
         return text.replace(self._key, "***") if self._key else text
 
 
+async def probe(settings: MemorySettings, env: Mapping[str, str]) -> tuple[bool, str]:
+    """One connection attempt, as `kbkit doctor` makes it: (ok, what happened in words)."""
+    proxy = MemoryProxy(settings, env)
+    started = time.monotonic()
+    try:
+        async with proxy._connect() as client:
+            with anyio.fail_after(settings.timeout):
+                listed = await client.list_tools()
+    except Exception as exc:
+        status = proxy._last_status if proxy._last_status and proxy._last_status >= 400 else None
+        return False, proxy._redact(explain_failure(exc, settings, status))
+    names = [tool.name for tool in listed.tools]
+    offered = [name for name in settings.tools if name in names]
+    elapsed = (time.monotonic() - started) * 1000
+    return (
+        True,
+        f"{settings.endpoint} accepted the key and listed {len(names)} tools in {elapsed:.0f} ms "
+        f"({', '.join(offered) or 'none of [memory] tools'} offered)",
+    )
+
+
 def reported_errors_as_errors(result: types.CallToolResult) -> types.CallToolResult:
     """Hindsight reports some failures as ordinary results; make them tool errors."""
     if result.is_error:
