@@ -179,14 +179,7 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
         _overlay(values, _read_toml(local), local)
         sources.append(local)
 
-    parsers = values["parsers"]["enabled"]
-    for name in parsers:
-        if name not in ALL_PARSERS:
-            raise ConfigError(
-                f"unknown parser {name!r}{_nearest(name, ALL_PARSERS)}; known: {', '.join(ALL_PARSERS)}",
-                file=CONFIG_FILE,
-                key="parsers.enabled",
-            )
+    parsers = _known_names(values["parsers"]["enabled"], ALL_PARSERS, "parsers.enabled", "parser")
 
     kb_value = Path(values["kb"]["path"]).expanduser()
     kb_path = (kb_value if kb_value.is_absolute() else root / kb_value).resolve()
@@ -203,12 +196,12 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
         kb_path=kb_path,
         exclude_dirs=tuple(values["kb"]["exclude_dirs"]),
         watch=values["kb"]["watch"],
-        parsers=tuple(dict.fromkeys(parsers)),
+        parsers=parsers,
         server_name=values["server"]["name"],
         server_tools=tuple(dict.fromkeys(values["server"]["tools"])),
         http=_http_settings(values["server.http"]),
         memory=_memory_settings(values["memory"]),
-        sync_clients=_sync_clients(values["sync"]["clients"]),
+        sync_clients=_known_names(values["sync"]["clients"], CLIENTS, "sync.clients", "client"),
         sync_remote_url=_remote_url(values["sync"]["remote_url"]),
         skills_agents=_skills_agents(values["skills"]["agents"]),
         skills_mode=_skills_mode(values["skills"]["mode"]),
@@ -247,13 +240,14 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{0,64}")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _sync_clients(names: list[str]) -> tuple[str, ...]:
+def _known_names(names: list[str], known: Any, key: str, noun: str) -> tuple[str, ...]:
+    """Names from a fixed set (parsers, clients), deduplicated; an unknown one names the nearest."""
     for name in names:
-        if name not in CLIENTS:
+        if name not in known:
             raise ConfigError(
-                f"unknown client {name!r}{_nearest(name, CLIENTS)}; known: {', '.join(CLIENTS)}",
+                f"unknown {noun} {name!r}{_nearest(name, known)}; known: {', '.join(known)}",
                 file=CONFIG_FILE,
-                key="sync.clients",
+                key=key,
             )
     return tuple(dict.fromkeys(names))
 
