@@ -458,3 +458,21 @@ async def test_a_client_without_an_env_dialect_reaches_a_remote_server_through_k
                 assert found.structured_content["results"][0]["path"] == "adr/0001-guards.md"
     finally:
         server.stop()
+
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize("remote", [False, True], ids=["local", "remote"])
+def test_fresh_outputs_match_the_golden_files_byte_for_byte(tmp_path: Path, remote: bool) -> None:
+    """tests/golden holds each client's file as kbkit writes it into an empty project (/ROOT and
+    /VENV/bin/kbkit stand for the machine's paths). A change to any template or table row shows here."""
+    extra = 'remote_url = "https://kb.example/mcp"\n' if remote else ""
+    root = git_repo(tmp_path, extra=extra)
+    run_sync(root)
+    suffix = "remote" if remote else "local"
+    for name, client in CLIENTS.items():
+        ext = "toml" if client.format == "toml" else "json"
+        text = (root / client.path).read_text()
+        text = text.replace(str(root.resolve()), "/ROOT").replace(kbkit_executable(), "/VENV/bin/kbkit")
+        assert text == (GOLDEN / f"{name}.{suffix}.{ext}").read_text(), name
