@@ -314,6 +314,13 @@ def test_an_unparsable_toml_file_is_refused_untouched(tmp_path: Path) -> None:
     assert (root / ".codex/config.toml").read_text() == "[mcp_servers\ncommand = 1\n"
 
 
+def test_a_token_from_the_real_environment_is_refused_too(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MCP_TOKEN", TOKEN)
+    root = git_repo(tmp_path, ["claude-code"], extra=f'remote_url = "https://kb.example/{TOKEN}/mcp"\n')
+    with pytest.raises(SyncRefused, match="MCP_TOKEN"):
+        run_sync(root)
+
+
 def test_a_literal_secret_is_refused_naming_the_variable_not_the_value(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"], extra=f'remote_url = "https://kb.example/{TOKEN}/mcp"\n')
     (root / ".env.local").write_text(f"MCP_TOKEN={TOKEN}\n")
@@ -337,10 +344,12 @@ def test_an_output_that_a_symlink_carries_outside_the_repo_is_refused(tmp_path: 
 def test_a_tracked_output_is_refused_because_ignoring_cannot_hide_it(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"])
     (root / ".mcp.json").write_text(MCP_JSON)
+    (root / ".gitignore").write_text("# mine\n")
     subprocess.run(["git", "-C", str(root), "add", ".mcp.json"], check=True)
     with pytest.raises(SyncRefused, match=r"git does not ignore \.mcp\.json.*git rm --cached"):
         run_sync(root)
     assert (root / ".mcp.json").read_text() == MCP_JSON
+    assert (root / ".gitignore").read_text() == "# mine\n"  # nothing written, the block included
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:

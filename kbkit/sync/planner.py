@@ -28,7 +28,7 @@ from kbkit.sync.gitignore import (
     update_gitignore,
 )
 from kbkit.sync.merge import ConfigText
-from kbkit.sync.render import EntrySource, kbkit_executable, render_entry
+from kbkit.sync.render import TOKEN_VAR, EntrySource, kbkit_executable, render_entry
 from kbkit.sync.state import Owned, entry_hash, load_state, save_state
 
 STATE_FILE = "sync-state.json"
@@ -144,11 +144,14 @@ def sync(
     if mode == "dry-run":
         return report
 
+    gitignore = root / ".gitignore"
+    previous = gitignore.read_text(encoding="utf-8") if gitignore.exists() else None
     if report.gitignore == "updated":
         update_gitignore(root, ignore_entries)
     if git:
         exposed = not_ignored(root, [CLIENTS[n].path for n in selected])
         if exposed:
+            _restore(gitignore, previous)  # a refusal writes nothing, the block included
             raise SyncRefused(
                 f"git does not ignore {', '.join(exposed)} (a tracked file, or a '!' rule in .gitignore); "
                 "outputs stay out of git: `git rm --cached <file>` or drop the rule, then rerun kbkit sync"
@@ -252,11 +255,22 @@ def _next_step(client: Client) -> str:
     return f"restart {client.title} (or reload its MCP servers)"
 
 
+def _restore(path: Path, text: str | None) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+    else:
+        atomic_write_text(path, text)
+
+
 def _refuse_secrets(settings: Settings, entries: dict[str, dict[str, Any]]) -> None:
-    """No entry kbkit writes may hold a value from .env.local: refuse before writing, naming the variable."""
+    """No entry kbkit writes may hold a secret: any value from .env.local, or the token and memory key
+    from the environment. Refuse before writing, naming the variable, never the value."""
     env_file = settings.root / ENV_FILE
-    values = dotenv_values(env_file) if env_file.exists() else {}
-    secrets = {k: v for k, v in values.items() if v and len(v) >= SECRET_MIN_LENGTH}
+    values = {k: v for k, v in (dotenv_values(env_file) if env_file.exists() else {}).items() if v}
+    for variable in (TOKEN_VAR, settings.memory.credential):
+        if settings.env.get(variable):
+            values[variable] = settings.env[variable]
+    secrets = {k: v for k, v in values.items() if len(v) >= SECRET_MIN_LENGTH}
     for name, entry in entries.items():
         text = json.dumps(entry, ensure_ascii=False)
         for variable, value in secrets.items():
