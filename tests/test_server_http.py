@@ -242,6 +242,33 @@ def test_old_era_sessions_are_bounded_in_number(tmp_path: Path) -> None:
         server.stop()
 
 
+def test_an_idle_old_era_session_expires(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p", config='[kb]\npath = "docs"\n[server.http]\nsession_idle_timeout = 1\n'
+    )
+    server = HttpServer(root).wait_ready()
+    try:
+        headers = {**auth_headers(), **JSON_HEADERS}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        session = httpx2.post(server.url, headers=headers, json=init).headers["mcp-session-id"]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        with_session = {**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        assert httpx2.post(server.url, headers=with_session, json=listing).status_code == 200
+        time.sleep(3)  # idle: no request in flight for longer than the timeout
+        assert httpx2.post(server.url, headers=with_session, json=listing).status_code == 404
+    finally:
+        server.stop()
+
+
 def test_anonymous_mode_is_refused_off_loopback(project: Path) -> None:
     env = {"MCP_ALLOW_ANONYMOUS": "1", "MCP_TOKEN": ""}
     result = subprocess.run(
