@@ -24,8 +24,9 @@ MAX_LIMIT = 100
 DEFAULT_LIMIT = 10
 DEFAULT_MAX_TOKENS = 4000
 MIN_MAX_TOKENS = 50
-COLUMN_WEIGHTS = (3.0, 1.5, 1.0)
-"""BM25 weights of the title, headings and body columns (tuned on SciFact, docs/benchmarks.md)."""
+COLUMN_WEIGHTS = (1.5, 1.0, 1.0)
+"""BM25 weights of the title, headings and body columns: a title match counts a little more. On
+SciFact any weights from equal to 1.5 for titles score alike (docs/benchmarks.md)."""
 
 # Lucene's English stop set plus a few question words that carry no topic.
 STOP_WORDS = frozenset(
@@ -100,9 +101,37 @@ def search_sql(with_prefix: bool) -> str:
 
 
 _SNIPPET_SQL = (
-    "SELECT rowid, snippet(documents_fts, -1, '**', '**', '…', 24) FROM documents_fts "
+    "SELECT rowid, title, highlight(documents_fts, 2, char(1), char(2)) FROM documents_fts "
     "WHERE documents_fts MATCH ? AND rowid IN ({ids})"
 )
+"""FTS5's highlight() is linear in a document's length; its snippet() is not, and on long pages full
+of matches it was most of the search time (docs/benchmarks.md). The window is chosen below."""
+_MARK = re.compile("\x01([^\x02]*)\x02")
+SNIPPET_CHARS = 160
+
+
+def snippet_window(marked: str | None, title: str) -> str:
+    """The stretch of the highlighted body holding the most distinct matched words, marked **so**."""
+    marks = [(m.start(), m.end(), m.group(1).lower()) for m in _MARK.finditer(marked or "")]
+    if not marks or marked is None:
+        return title
+    best, ahead, counts = (0, 0), 0, {}
+    for index, (start, _, word) in enumerate(marks):
+        while ahead < len(marks) and marks[ahead][1] <= start + SNIPPET_CHARS:
+            counts[marks[ahead][2]] = counts.get(marks[ahead][2], 0) + 1
+            ahead += 1
+        if len(counts) > best[0]:
+            best = (len(counts), index)
+        if word in counts:
+            counts[word] -= 1
+            if not counts[word]:
+                del counts[word]
+    begin = max(0, marks[best[1]][0] - 30)
+    begin = marked.rfind(" ", 0, begin) + 1 if begin else 0
+    end = marked.find(" ", min(len(marked), begin + SNIPPET_CHARS + 30))
+    end = len(marked) if end < 0 else end
+    text = " ".join(marked[begin:end].replace("\x01", "**").replace("\x02", "**").split())
+    return ("…" if begin else "") + text + ("…" if end < len(marked) else "")
 
 
 def search(
@@ -139,7 +168,10 @@ def search(
         snippets = {}
         if rows:
             sql = _SNIPPET_SQL.format(ids=",".join(str(row[0]) for row in rows))
-            snippets = dict(conn.execute(sql, (compiled.match,)).fetchall())
+            snippets = {
+                rowid: snippet_window(marked, title)
+                for rowid, title, marked in conn.execute(sql, (compiled.match,))
+            }
     except sqlite3.Error as exc:
         raise IndexUnavailable(f"the search could not run against {store.path}: {exc}") from None
 
@@ -157,7 +189,7 @@ def search(
             path=path,
             title=title,
             score=round(score, 4),
-            snippet=" ".join(snippets.get(doc_id, "").split()),
+            snippet=snippets.get(doc_id, title),
             uri=doc_uri(path) if ext in servable else None,
         )
         cost = estimate_tokens(asdict(hit))
