@@ -13,8 +13,6 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-import yaml
-
 from kbkit.errors import DocumentRefused
 
 
@@ -109,6 +107,8 @@ def _front_matter(text: str) -> tuple[dict, str]:
     plain = _plain_front_matter(match.group(1))
     if plain is not None:
         return plain, text[match.end() :]
+    import yaml  # only for front matter that is more than key: value lines; keeps CLI start-up lean
+
     try:
         meta = yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from kbkit.errors import KbkitError
 
 SKILL_FILE = "SKILL.md"
@@ -66,6 +64,8 @@ def split_frontmatter(text: str, path: Path) -> tuple[dict[str, Any], str]:
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise SkillError(f"{path}: the frontmatter is not closed by a line '---'")
+    import yaml  # imported when a skill is read, not whenever kbkit starts
+
     try:
         meta = yaml.safe_load("".join(lines[1:end]))
     except yaml.YAMLError as exc:

@@ -1,0 +1,390 @@
+"""`search` under load: `kbkit serve --http` (auth on) and `kbkit serve` (stdio) on cpp-docs.
+
+cpp-docs (9,753 Markdown files) is unpacked into a temporary project and indexed before the
+server starts. The queries come from the corpus itself: document titles and runs of 2-3 prose
+words. Every call goes through the real `mcp` client:
+
+- HTTP: `kbkit serve --http` with `MCP_TOKEN` set; first one client calling sequentially
+  (the per-call floor), then fleets of `--sweep` clients (2, 4, 8; 100 calls each) to show
+  where latency starts to climb, then `--clients` concurrent clients (32), each with its own
+  connection (its own httpx2 client and MCP session), each making `--calls` (200) `search`
+  calls back to back (a closed loop: no think time, so p50 is about clients / throughput).
+  Errors, p50/p99 latency, throughput, and the CPU the server and this load generator used
+  per call.
+- stdio: one `kbkit serve` subprocess and one client: sequential calls, then a few concurrent
+  tasks sharing that one session.
+
+Latency is measured in the client (it includes the client's own work). The load generator runs
+on the same machine: on 2 cores it competes with the server, and the table says how much.
+
+    .venv/bin/python bench/http_load.py [--clients 32] [--calls 200] [--sweep 2,4,8] [--mode auto|legacy]
+        [--profile FILE]   # py-spy samples of the HTTP server during the load, summed up by
+                           # the deepest kbkit source line on each stack (needs py-spy)
+"""
+
+from __future__ import annotations
+
+import argparse
+import linecache
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from _util import MachineWatch, data_dir, ms, percentile, print_table, verdict, write_project
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from conftest import HttpServer, http_client, serve_stdio  # noqa: E402
+
+from kbkit.config import load_settings  # noqa: E402
+from kbkit.kb.base import KnowledgeBase  # noqa: E402
+from kbkit.kb.parsers import parse_markdown  # noqa: E402
+
+KB_FOLDER = "cpp-docs"
+P99_TARGET = 0.050
+FUNCTION_WORDS = frozenset(
+    "a an and are as at be but by can for from has have if in into is it its may must no not of on or "
+    "so such than that the their then there these they this to was were will with you your".split()
+)
+_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.MULTILINE | re.DOTALL)
+_LINK_TARGET = re.compile(r"\]\([^)]*\)|<[^>]*>|https?://\S+")
+_PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#_.-]*[A-Za-z0-9+#]|[A-Za-z]")
+
+
+def unpack(archive: Path, dest: Path) -> None:
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def make_queries(kb_root: Path, count: int, seed: int) -> list[str]:
+    """Half document titles, half runs of 2-3 prose words starting and ending on a content word."""
+    rng = random.Random(seed)
+    files = sorted(kb_root.rglob("*.md"))
+    queries: list[str] = []
+    for path in rng.sample(files, min(len(files), count * 2)):
+        if len(queries) == count:
+            break
+        parsed = parse_markdown(path.read_bytes())
+        if len(queries) % 2 == 0:
+            if parsed.title:
+                queries.append(parsed.title)
+            continue
+        words = _PROSE_WORD.findall(_LINK_TARGET.sub(" ", _FENCE.sub(" ", parsed.body)))
+        size = rng.randint(2, 3)
+        for _ in range(50 if len(words) >= size else 0):
+            start = rng.randrange(len(words) - size + 1)
+            phrase = words[start : start + size]
+            if phrase[0].lower() not in FUNCTION_WORDS and phrase[-1].lower() not in FUNCTION_WORDS:
+                queries.append(" ".join(phrase))
+                break
+    return queries
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors: list[str] = []
+
+    async def call(self, client, query: str) -> None:  # noqa: ANN001 - mcp.Client
+        started = time.perf_counter()
+        try:
+            result = await client.call_tool("search", {"query": query})
+        except Exception as exc:  # counted, never fatal: the table reports errors
+            self.errors.append(f"{type(exc).__name__}: {exc}")
+            return
+        self.latencies.append(time.perf_counter() - started)
+        if result.is_error:
+            self.errors.append(result.content[0].text if result.content else "is_error")
+
+
+def summary(label: str, tally: Tally, wall: float, server_cpu: float | None, client_cpu: float) -> list[str]:
+    calls = len(tally.latencies) + len(tally.errors)
+    lat = tally.latencies or [float("nan")]
+    per_call = (
+        f"{server_cpu / calls * 1000:.2f} / {client_cpu / calls * 1000:.2f} ms"
+        if server_cpu is not None
+        else ""
+    )
+    return [
+        label,
+        str(calls),
+        str(len(tally.errors)),
+        ms(percentile(lat, 50)),
+        ms(percentile(lat, 99)),
+        ms(max(lat)),
+        f"{calls / wall:,.0f}/s",
+        per_call,
+    ]
+
+
+async def run_http(
+    url: str, pid: int, queries: list[str], clients: int, calls: int, mode: str, sweep: list[int]
+):
+    """Rows: one client calling sequentially, a few smaller fleets (`sweep`), then `clients`."""
+    rows = []
+    sequential = Tally()
+    async with http_client(url, mode) as client:
+        for query in queries[:50]:  # warm-up: threads, connections, page cache
+            await client.call_tool("search", {"query": query})
+        server0, client0, started = cpu_seconds(pid), own_cpu(), time.perf_counter()
+        for query in queries:
+            await sequential.call(client, query)
+        wall = time.perf_counter() - started
+        rows.append(
+            summary(
+                f"HTTP, 1 client, sequential ({mode})",
+                sequential,
+                wall,
+                cpu_seconds(pid) - server0,
+                own_cpu() - client0,
+            )
+        )
+    for fleet in sweep:
+        row, _ = await fleet_run(url, pid, queries, fleet, min(calls, 100), mode)
+        rows.append(row)
+    row, tally = await fleet_run(url, pid, queries, clients, calls, mode)
+    rows.append(row)
+    return rows, tally
+
+
+async def fleet_run(url: str, pid: int, queries: list[str], clients: int, calls: int, mode: str):
+    """`clients` connections, each calling `calls` times back to back, all released at once."""
+    tally = Tally()
+    ready = 0
+    go = anyio.Event()
+    all_ready = anyio.Event()
+
+    async def worker(number: int) -> None:
+        nonlocal ready
+        async with http_client(url, mode) as client:
+            await client.call_tool("search", {"query": queries[number % len(queries)]})  # connect + warm
+            ready += 1
+            if ready == clients:
+                all_ready.set()
+            await go.wait()
+            offset = number * 7
+            for i in range(calls):
+                await tally.call(client, queries[(offset + i) % len(queries)])
+
+    with anyio.fail_after(600):
+        async with anyio.create_task_group() as group:
+            for number in range(clients):
+                group.start_soon(worker, number)
+            await all_ready.wait()
+            server0, client0, started = cpu_seconds(pid), own_cpu(), time.perf_counter()
+            go.set()
+        wall = time.perf_counter() - started
+    row = summary(
+        f"HTTP, {clients} clients x {calls} calls ({mode})",
+        tally,
+        wall,
+        cpu_seconds(pid) - server0,
+        own_cpu() - client0,
+    )
+    return row, tally
+
+
+async def run_stdio(root: Path, queries: list[str], sequential_calls: int, tasks: int, calls: int, mode: str):
+    rows = []
+    async with serve_stdio(root, mode, stderr_path=root.parent / "stdio-stderr.log") as client:
+        pid = _child_pid("serve", str(root))
+        for query in queries[:50]:
+            await client.call_tool("search", {"query": query})
+        tally = Tally()
+        server0, client0, started = _cpu_or_none(pid), own_cpu(), time.perf_counter()
+        for i in range(sequential_calls):
+            await tally.call(client, queries[i % len(queries)])
+        wall = time.perf_counter() - started
+        server_cpu = None if pid is None else cpu_seconds(pid) - server0
+        rows.append(
+            summary(f"stdio, 1 client, sequential ({mode})", tally, wall, server_cpu, own_cpu() - client0)
+        )
+
+        tally = Tally()
+
+        async def task(number: int) -> None:
+            for i in range(calls):
+                await tally.call(client, queries[(number * 7 + i) % len(queries)])
+
+        server0, client0, started = _cpu_or_none(pid), own_cpu(), time.perf_counter()
+        with anyio.fail_after(600):
+            async with anyio.create_task_group() as group:
+                for number in range(tasks):
+                    group.start_soon(task, number)
+        wall = time.perf_counter() - started
+        server_cpu = None if pid is None else cpu_seconds(pid) - server0
+        rows.append(
+            summary(
+                f"stdio, 1 session, {tasks} concurrent tasks x {calls} calls ({mode})",
+                tally,
+                wall,
+                server_cpu,
+                own_cpu() - client0,
+            )
+        )
+    return rows
+
+
+def _child_pid(*needles: str) -> int | None:
+    """The pid of this process's child whose command line holds every needle (the stdio server)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and all(n in cmdline for n in needles):
+            return int(entry.name)
+    return None
+
+
+def _cpu_or_none(pid: int | None) -> float:
+    return cpu_seconds(pid) if pid is not None else 0.0
+
+
+def profile_rows(raw: Path, top: int = 8) -> list[list[str]]:
+    """py-spy's raw samples grouped by the deepest kbkit frame of each stack, with its source line."""
+    shares: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        total += int(count)
+        frames = [f for f in stack.split(";") if "(kbkit/" in f]
+        key = frames[-1] if frames else "(no kbkit frame: worker threads waiting for work)"
+        shares[key] = shares.get(key, 0) + int(count)
+    rows = []
+    for key, count in sorted(shares.items(), key=lambda item: item[1], reverse=True)[:top]:
+        match = re.search(r"\((kbkit/[^:]+):(\d+)\)", key)
+        code = ""
+        if match:
+            source = Path(__file__).resolve().parents[1] / match.group(1)
+            code = linecache.getline(str(source), int(match.group(2))).strip()
+        rows.append([key, f"`{code}`" if code else "", f"{count / max(total, 1) * 100:.1f} %"])
+    return rows
+
+
+def find_py_spy() -> str | None:
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
+    parser.add_argument("--clients", type=int, default=32, help="concurrent HTTP clients (default 32)")
+    parser.add_argument("--calls", type=int, default=200, help="search calls per client (default 200)")
+    parser.add_argument("--queries", type=int, default=400, help="distinct queries drawn from the corpus")
+    parser.add_argument("--mode", choices=["auto", "legacy"], default="auto", help="auto = 2026-07-28")
+    parser.add_argument("--stdio-calls", type=int, default=1000, help="sequential stdio calls (default 1000)")
+    parser.add_argument("--stdio-tasks", type=int, default=4, help="concurrent tasks on one stdio session")
+    parser.add_argument(
+        "--sweep", default="2,4,8", help="smaller fleets measured first, comma-separated ('' for none)"
+    )
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", type=Path, help="py-spy samples (raw) of the HTTP server under load")
+    args = parser.parse_args(argv)
+    archive = data_dir(args.data) / "cpp-docs.tar.gz"
+    machine = MachineWatch()
+
+    with tempfile.TemporaryDirectory(prefix="kbkit-http-load-") as tmp:
+        root = Path(tmp) / "project"
+        root.mkdir()
+        unpack(archive, root)
+        write_project(root, KB_FOLDER)
+        kb = KnowledgeBase.open(load_settings(root))
+        try:
+            documents = kb.scan().documents
+        finally:
+            kb.close()
+        queries = make_queries(root / KB_FOLDER, args.queries, args.seed)
+        random.Random(args.seed).shuffle(queries)
+
+        server = HttpServer(root).wait_ready(timeout=120)
+        spy = None
+        try:
+            if args.profile:
+                tool = find_py_spy()
+                if tool is None:
+                    print("py-spy not found (pip install py-spy); --profile ignored", file=sys.stderr)
+                else:
+                    spy = subprocess.Popen(
+                        [tool, "record", "--pid", str(server.process.pid), "--format", "raw"]
+                        + ["--rate", "200", "--output", str(args.profile), "--nonblocking"],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+            http_rows, tally = anyio.run(
+                run_http,
+                server.url,
+                server.process.pid,
+                queries,
+                args.clients,
+                args.calls,
+                args.mode,
+                [int(n) for n in args.sweep.split(",") if n.strip()],
+            )
+        finally:
+            if spy is not None:
+                spy.send_signal(2)  # SIGINT: py-spy writes the flame graph and exits
+                try:
+                    spy.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    spy.kill()
+            server.stop()
+        stdio_rows = anyio.run(
+            run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
+        )
+
+    headers = ["run", "calls", "errors", "p50", "p99", "max", "throughput", "CPU/call server / client"]
+    print_table(
+        headers,
+        http_rows + stdio_rows,
+        title=f"search on cpp-docs ({documents} docs, {len(queries)} queries: titles, 2-3 word runs)",
+    )
+    p99 = percentile(tally.latencies, 99) if tally.latencies else float("inf")
+    print()
+    print_table(
+        ["target", "measured", "status"],
+        [
+            [f"HTTP {args.clients} clients: errors = 0", str(len(tally.errors)), verdict(not tally.errors)],
+            [f"HTTP {args.clients} clients: p99 <= 50 ms", ms(p99), verdict(p99 <= P99_TARGET)],
+        ],
+    )
+    if tally.errors:
+        print(f"\nfirst error: {tally.errors[0]}")
+    if args.profile and args.profile.exists():
+        print_table(
+            ["deepest kbkit frame", "source line", "share of samples"],
+            profile_rows(args.profile),
+            title="\nwhere the HTTP server's time goes under load (py-spy, all busy threads)",
+        )
+    print(f"\nmachine: {machine.note()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
