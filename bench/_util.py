@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import random
+import re
 import statistics
+import tarfile
 import time
 from pathlib import Path
+
+from kbkit.kb.parsers import parse_markdown
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -86,3 +91,49 @@ def print_table(headers: list[str], rows: list[list[str]], title: str | None = N
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
         print(line(row))
+
+
+# A phrase a person would type starts and ends on a content word ("window style", not "form of").
+FUNCTION_WORDS = frozenset(
+    "a an and are as at be but by can for from has have if in into is it its may must no not of on or "
+    "so such than that the their then there these they this to was were will with you your".split()
+)
+_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.MULTILINE | re.DOTALL)
+_LINK_TARGET = re.compile(r"\]\([^)]*\)|<[^>]*>|https?://\S+")
+_PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#_.-]*[A-Za-z0-9+#]|[A-Za-z]")
+
+
+def unpack(archive: Path, dest: Path) -> None:
+    with tarfile.open(archive) as tar:
+        tar.extractall(dest, filter="data")
+
+
+def make_queries(kb_root: Path, count: int, seed: int, *, max_words: int = 4) -> list[str]:
+    """Half titles, half 2-to-max_words runs of prose (code fences, link targets and tags left out)."""
+    rng = random.Random(seed)
+    files = sorted(kb_root.rglob("*.md"))
+    queries: list[str] = []
+    for path in rng.sample(files, min(len(files), count * 2)):
+        if len(queries) == count:
+            break
+        parsed = parse_markdown(path.read_bytes())
+        if len(queries) % 2 == 0:
+            if parsed.title:
+                queries.append(parsed.title)
+            continue
+        prose = _LINK_TARGET.sub(" ", _FENCE.sub(" ", parsed.body))
+        words = _PROSE_WORD.findall(prose)
+        size = rng.randint(2, max_words)
+        for _ in range(50 if len(words) >= size else 0):
+            phrase = words[(start := rng.randrange(len(words) - size + 1)) : start + size]
+            if phrase[0].lower() not in FUNCTION_WORDS and phrase[-1].lower() not in FUNCTION_WORDS:
+                queries.append(" ".join(phrase))
+                break
+    return queries
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

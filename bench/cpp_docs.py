@@ -18,20 +18,27 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import shutil
 import statistics
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
-from _util import MachineWatch, data_dir, ms, percentile, print_table, verdict, write_project
+from _util import (
+    MachineWatch,
+    data_dir,
+    make_queries,
+    ms,
+    percentile,
+    print_table,
+    unpack,
+    verdict,
+    write_project,
+)
 
 from kbkit.config import STATE_DIR, load_settings
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.parsers import parse_markdown
 
 KB_FOLDER = "cpp-docs"
 FULL_TARGET = 3.0
@@ -39,44 +46,6 @@ RESCAN_TARGET = 0.100
 SEARCH_P95_TARGET = 0.020
 EDITED = 10
 MARKER = "quokkabench"
-
-# A phrase a person would type starts and ends on a content word ("window style", not "form of").
-FUNCTION_WORDS = frozenset(
-    "a an and are as at be but by can for from has have if in into is it its may must no not of on or "
-    "so such than that the their then there these they this to was were will with you your".split()
-)
-_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.MULTILINE | re.DOTALL)
-_LINK_TARGET = re.compile(r"\]\([^)]*\)|<[^>]*>|https?://\S+")
-_PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#_.-]*[A-Za-z0-9+#]|[A-Za-z]")
-
-
-def unpack(archive: Path, dest: Path) -> None:
-    with tarfile.open(archive) as tar:
-        tar.extractall(dest, filter="data")
-
-
-def make_queries(kb_root: Path, count: int, seed: int) -> list[str]:
-    """Half titles, half 2-4 word runs of prose (code fences, link targets and tags left out)."""
-    rng = random.Random(seed)
-    files = sorted(kb_root.rglob("*.md"))
-    queries: list[str] = []
-    for path in rng.sample(files, min(len(files), count * 2)):
-        if len(queries) == count:
-            break
-        parsed = parse_markdown(path.read_bytes())
-        if len(queries) % 2 == 0:
-            if parsed.title:
-                queries.append(parsed.title)
-            continue
-        prose = _LINK_TARGET.sub(" ", _FENCE.sub(" ", parsed.body))
-        words = _PROSE_WORD.findall(prose)
-        size = rng.randint(2, 4)
-        for _ in range(50 if len(words) >= size else 0):
-            phrase = words[(start := rng.randrange(len(words) - size + 1)) : start + size]
-            if phrase[0].lower() not in FUNCTION_WORDS and phrase[-1].lower() not in FUNCTION_WORDS:
-                queries.append(" ".join(phrase))
-                break
-    return queries
 
 
 def full_index(root: Path) -> tuple[float, int]:

@@ -32,66 +32,32 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import anyio
-from _util import MachineWatch, data_dir, ms, percentile, print_table, verdict, write_project
+from _util import (
+    MachineWatch,
+    cpu_seconds,
+    data_dir,
+    make_queries,
+    ms,
+    percentile,
+    print_table,
+    unpack,
+    verdict,
+    write_project,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import HttpServer, http_client, serve_stdio  # noqa: E402
 
 from kbkit.config import load_settings  # noqa: E402
 from kbkit.kb.base import KnowledgeBase  # noqa: E402
-from kbkit.kb.parsers import parse_markdown  # noqa: E402
 
 KB_FOLDER = "cpp-docs"
 P99_TARGET = 0.050
-FUNCTION_WORDS = frozenset(
-    "a an and are as at be but by can for from has have if in into is it its may must no not of on or "
-    "so such than that the their then there these they this to was were will with you your".split()
-)
-_FENCE = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.MULTILINE | re.DOTALL)
-_LINK_TARGET = re.compile(r"\]\([^)]*\)|<[^>]*>|https?://\S+")
-_PROSE_WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#_.-]*[A-Za-z0-9+#]|[A-Za-z]")
-
-
-def unpack(archive: Path, dest: Path) -> None:
-    with tarfile.open(archive) as tar:
-        tar.extractall(dest, filter="data")
-
-
-def make_queries(kb_root: Path, count: int, seed: int) -> list[str]:
-    """Half document titles, half runs of 2-3 prose words starting and ending on a content word."""
-    rng = random.Random(seed)
-    files = sorted(kb_root.rglob("*.md"))
-    queries: list[str] = []
-    for path in rng.sample(files, min(len(files), count * 2)):
-        if len(queries) == count:
-            break
-        parsed = parse_markdown(path.read_bytes())
-        if len(queries) % 2 == 0:
-            if parsed.title:
-                queries.append(parsed.title)
-            continue
-        words = _PROSE_WORD.findall(_LINK_TARGET.sub(" ", _FENCE.sub(" ", parsed.body)))
-        size = rng.randint(2, 3)
-        for _ in range(50 if len(words) >= size else 0):
-            start = rng.randrange(len(words) - size + 1)
-            phrase = words[start : start + size]
-            if phrase[0].lower() not in FUNCTION_WORDS and phrase[-1].lower() not in FUNCTION_WORDS:
-                queries.append(" ".join(phrase))
-                break
-    return queries
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc/<pid>/stat."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def own_cpu() -> float:
@@ -320,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             documents = kb.scan().documents
         finally:
             kb.close()
-        queries = make_queries(root / KB_FOLDER, args.queries, args.seed)
+        queries = make_queries(root / KB_FOLDER, args.queries, args.seed, max_words=3)
         random.Random(args.seed).shuffle(queries)
 
         server = HttpServer(root).wait_ready(timeout=120)

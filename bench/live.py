@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tarfile
 import tempfile
 import time
 import warnings
@@ -31,7 +30,17 @@ from pathlib import Path
 
 import anyio
 import mcp.types as types
-from _util import MachineWatch, data_dir, ms, percentile, print_table, verdict, write_project
+from _util import (
+    MachineWatch,
+    cpu_seconds,
+    data_dir,
+    ms,
+    percentile,
+    print_table,
+    unpack,
+    verdict,
+    write_project,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import serve_stdio  # noqa: E402
@@ -46,18 +55,6 @@ IDLE_TARGET = 1.0  # % of one core
 SETTLE_SECONDS = 3.0
 """After connecting: the server's catch-up rescan (0.5 s after the watcher starts) is over."""
 NOTIFY_TIMEOUT = 10.0
-
-
-def unpack(archive: Path, dest: Path) -> None:
-    with tarfile.open(archive) as tar:
-        tar.extractall(dest, filter="data")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc/<pid>/stat."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def server_pid(root: Path) -> int:
