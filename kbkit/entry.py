@@ -7,7 +7,18 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-REQUIRED = ("typer", "tomlkit", "jinja2", "mcp", "dotenv", "yaml", "pathspec", "uvicorn", "starlette")
+REQUIRED = (
+    "typer",
+    "tomlkit",
+    "jinja2",
+    "mcp",
+    "dotenv",
+    "yaml",
+    "pathspec",
+    "uvicorn",
+    "starlette",
+    "watchfiles",
+)
 
 
 def missing_dependency() -> str | None:

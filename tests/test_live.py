@@ -240,3 +240,28 @@ async def test_a_corrupt_index_is_rebuilt_at_start_and_served(project: Path) -> 
         hits = (await client.call_tool("search", {"query": "guard"})).structured_content["results"]
         assert hits[0]["path"] == "adr/0001-guards.md"
     assert "index repaired: the index was unreadable" in (project / "serve-stderr.log").read_text()
+
+
+async def test_a_watcher_that_cannot_run_is_reported_and_the_server_keeps_serving(
+    project: Path, monkeypatch
+) -> None:
+    from kbkit.config import load_settings
+    from kbkit.kb.base import KnowledgeBase
+    from kbkit.server.live import LiveIndex
+    from kbkit.server.notify import Notifier
+
+    kb = KnowledgeBase.open(load_settings(project))
+    kb.scan()
+    lines: list[str] = []
+    live = LiveIndex(kb, Notifier(), watch=True, report=lines.append)
+
+    async def broken_watch() -> None:
+        raise OSError(28, "inotify watch limit reached")
+
+    monkeypatch.setattr(live, "_watch", broken_watch)
+    try:
+        with anyio.move_on_after(1.5):
+            await live.run()  # the monitor keeps running; only the watcher stopped
+        assert lines and lines[0].startswith("index: watching stopped (OSError")
+    finally:
+        kb.close()

@@ -60,7 +60,17 @@ class LiveIndex:
         async with anyio.create_task_group() as group:
             group.start_soon(self._monitor)
             if self.watch:
-                group.start_soon(self._watch)
+                group.start_soon(self._watch_or_say_why)
+
+    async def _watch_or_say_why(self) -> None:
+        """Watching is a convenience: when it cannot run, the server keeps serving and says so."""
+        try:
+            await self._watch()
+        except Exception as exc:  # e.g. inotify limits, a folder removed under the watcher
+            self.report(
+                f"index: watching stopped ({type(exc).__name__}: {exc}); edits are picked up by "
+                "`kbkit index` or the next start"
+            )
 
     async def _watch(self) -> None:
         from watchfiles import awatch  # imported only when watching: start-up stays lean
