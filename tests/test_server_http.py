@@ -32,6 +32,19 @@ MODERN = "2026-07-28"
 JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+"""A 2025-11-25 initialize request, as a raw HTTP body."""
+
+
 def modern_meta() -> dict:
     return {
         "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -52,20 +65,7 @@ def sse_json(response: httpx2.Response) -> dict:
 
 def test_the_2025_handshake_over_raw_http(http_server: HttpServer) -> None:
     headers = {**auth_headers(), **JSON_HEADERS}
-    init = httpx2.post(
-        http_server.url,
-        headers=headers,
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-    )
+    init = httpx2.post(http_server.url, headers=headers, json=INITIALIZE)
     assert init.status_code == 200
     assert sse_json(init)["result"]["protocolVersion"] == "2025-11-25"
     session = {
@@ -226,16 +226,7 @@ def test_old_era_sessions_are_bounded_in_number(tmp_path: Path) -> None:
     server = HttpServer(root).wait_ready()
     try:
         headers = {**auth_headers(), **JSON_HEADERS}
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = INITIALIZE
         statuses = [httpx2.post(server.url, headers=headers, json=init).status_code for _ in range(3)]
         assert statuses == [200, 200, 503]
     finally:
@@ -249,16 +240,7 @@ def test_an_idle_old_era_session_expires(tmp_path: Path) -> None:
     server = HttpServer(root).wait_ready()
     try:
         headers = {**auth_headers(), **JSON_HEADERS}
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = INITIALIZE
         session = httpx2.post(server.url, headers=headers, json=init).headers["mcp-session-id"]
         listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
         with_session = {**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
