@@ -18,7 +18,6 @@ from dotenv import dotenv_values
 from kbkit.config import CONFIG_FILE, ENV_FILE, Settings
 from kbkit.errors import ConfigError, SyncRefused
 from kbkit.fsutil import atomic_write_text
-from kbkit.skills.install import check as check_skills
 from kbkit.sync.clients import CLIENTS, Client
 from kbkit.sync.gitignore import (
     block_is_current,
@@ -291,6 +290,8 @@ def _problems(report: SyncReport, settings: Settings, selected: list[str], git: 
             problems.append(f"{outcome.path}: out of date ({outcome.client}); run kbkit sync")
         elif outcome.action == "conflict":
             problems.append(f"{outcome.path}: {outcome.reason}")
+    from kbkit.skills.install import check as check_skills  # only --check needs the skills kit
+
     problems += [f"skills: {problem}" for problem in check_skills(settings).problems]
     if report.gitignore == "stale":
         problems.append(".gitignore: the kbkit block is out of date; run kbkit sync")
