@@ -196,7 +196,7 @@ def check_index(ctx: Context) -> list[Finding]:
         return [
             Finding("index", "warn", "no index yet", "run kbkit index (kbkit serve also builds it at start)")
         ]
-    problem = Store(settings.index_path)._problem()  # read-only look: doctor repairs nothing
+    problem = Store(settings.index_path).problem()  # a read-only look: the doctor repairs nothing
     if problem and problem != "new":
         return [
             Finding(
@@ -277,16 +277,16 @@ def check_http(ctx: Context) -> list[Finding]:
     token = settings.env.get(TOKEN_VAR)
     reach = "loopback" if is_loopback(settings.http.host) else f"network ({settings.http.host})"
     if not token:
-        status = "warn" if settings.sync_remote_url or not is_loopback(settings.http.host) else "ok"
-        fix = f"add {TOKEN_VAR}=<a long random string> to .env.local" if status == "warn" else None
-        return [
-            Finding(
-                "http",
-                status,
-                f"{TOKEN_VAR} is not set: kbkit serve --http would refuse to start (bind: {reach})",
-                fix,
-            )
-        ]
+        if settings.sync_remote_url or not is_loopback(settings.http.host):
+            return [
+                Finding(
+                    "http",
+                    "warn",
+                    f"{TOKEN_VAR} is not set: kbkit serve --http would refuse to start (bind: {reach})",
+                    f"add {TOKEN_VAR}=<a long random string> to .env.local",
+                )
+            ]
+        return _ok("http", f"{TOKEN_VAR} is not set; only `kbkit serve --http` needs it (stdio does not)")
     if len(token) < 16:
         return [
             Finding(

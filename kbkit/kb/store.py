@@ -151,7 +151,7 @@ class Store:
             raise IndexUnavailable(
                 f"cannot create {self.path.parent} ({exc.strerror}); make the project folder writable"
             ) from None
-        problem = self._problem()
+        problem = self.problem()
         if problem == "new":
             self._create()
         elif problem:
@@ -160,7 +160,7 @@ class Store:
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
             self._create()
 
-    def _problem(self) -> str | None:
+    def problem(self) -> str | None:
         """'new' for no file, a sentence for a file that must be rebuilt, None when it is usable."""
         if not self.path.exists() or self.path.stat().st_size == 0:
             return "new"
