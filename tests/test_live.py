@@ -266,3 +266,38 @@ async def test_a_watcher_that_cannot_run_is_reported_and_the_server_keeps_servin
         assert lines and lines[0].startswith("index: watching stopped (OSError")
     finally:
         kb.close()
+
+
+async def test_an_index_that_breaks_while_serving_pauses_notifications_without_a_crash(
+    project: Path, monkeypatch
+):
+    from kbkit.config import load_settings
+    from kbkit.errors import IndexUnavailable
+    from kbkit.kb.base import KnowledgeBase
+    from kbkit.server.live import LiveIndex
+    from kbkit.server.notify import Notifier
+
+    kb = KnowledgeBase.open(load_settings(project))
+    kb.scan()
+    lines: list[str] = []
+    live = LiveIndex(kb, Notifier(), watch=False, report=lines.append)
+    calls = {"n": 0}
+    real = kb.store.data_version
+
+    def flaky() -> int:
+        calls["n"] += 1
+        if calls["n"] > 1:  # the first call (at start) works, then the file is gone
+            raise IndexUnavailable("cannot open the index: disk I/O error")
+        return real()
+
+    monkeypatch.setattr(kb.store, "data_version", flaky)
+    try:
+        with anyio.move_on_after(1.8):
+            await live.run()
+        assert calls["n"] >= 3  # the monitor kept polling after the first failure
+        assert lines == [
+            "index: change notifications paused (cannot open the index: disk I/O error); "
+            "`kbkit index` repairs the index"
+        ]
+    finally:
+        kb.close()

@@ -130,19 +130,31 @@ class LiveIndex:
         self.report("config: kbkit.toml changed; parsers and ignore rules applied")
 
     async def _monitor(self) -> None:
+        trouble = None
         while True:
             with anyio.move_on_after(POLL_SECONDS):
                 await self._poke.wait()
             self._poke = anyio.Event()
-            version = await anyio.to_thread.run_sync(self.kb.store.data_version)
-            skills = self._skills_state()
-            if version != self._version:
-                self._version = version
-                await self._publish_index_changes()
-            if skills != self._skills_stamp:
-                self._skills_stamp = skills
-                await self.notifier.prompts_changed()
-                await self.notifier.resources_changed()
+            try:
+                await self._check_once()
+                trouble = None
+            except Exception as exc:  # an index that vanished or broke: say so once, keep serving
+                if str(exc) != trouble:
+                    trouble = str(exc)
+                    self.report(
+                        f"index: change notifications paused ({exc}); `kbkit index` repairs the index"
+                    )
+
+    async def _check_once(self) -> None:
+        version = await anyio.to_thread.run_sync(self.kb.store.data_version)
+        skills = self._skills_state()
+        if version != self._version:
+            self._version = version
+            await self._publish_index_changes()
+        if skills != self._skills_stamp:
+            self._skills_stamp = skills
+            await self.notifier.prompts_changed()
+            await self.notifier.resources_changed()
 
     async def _publish_index_changes(self) -> None:
         before = self._snapshot
