@@ -7,6 +7,7 @@ schemas, and answers both protocol eras (2025-11-25 sessions, 2026-07-28 statele
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -101,10 +102,15 @@ def create_server(
         )
     dynamic_tools = memory is not None and memory.enabled
 
+    limiter: list[anyio.CapacityLimiter] = []
+
     async def in_thread(fn: Callable[..., T], *args: Any) -> T:
-        """SQLite and parsing block; the event loop keeps answering meanwhile."""
+        """SQLite and parsing block; the event loop keeps answering meanwhile. At most one worker
+        per core: more only queue inside SQLite, whose allocator lock makes them slower."""
+        if not limiter:
+            limiter.append(anyio.CapacityLimiter(max(2, os.cpu_count() or 2)))
         try:
-            return await anyio.to_thread.run_sync(fn, *args)
+            return await anyio.to_thread.run_sync(fn, *args, limiter=limiter[0])
         except IndexUnavailable as exc:
             raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
 
