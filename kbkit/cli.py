@@ -179,7 +179,11 @@ def serve(
     )
     from kbkit.diagnostics import run_checks
 
-    lines += [f"[kbkit] {f.line()}" for f in run_checks(settings.root, only_boot=True) if f.status != "ok"]
+    lines += [
+        f"[kbkit] {f.line()}"
+        for f in run_checks(settings.root, settings=settings, only_boot=True)
+        if f.status != "ok"
+    ]
     for line in lines:
         typer.echo(line, err=True)
     try:

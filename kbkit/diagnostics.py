@@ -196,18 +196,13 @@ def check_index(ctx: Context) -> list[Finding]:
         return [
             Finding("index", "warn", "no index yet", "run kbkit index (kbkit serve also builds it at start)")
         ]
-    problem = Store(settings.index_path).problem()  # a read-only look: the doctor repairs nothing
+    store = Store(settings.index_path)
+    problem = store.problem()  # a read-only look: the doctor repairs nothing
     if problem and problem != "new":
         return [
-            Finding(
-                "index",
-                "fail",
-                problem.replace("and was rebuilt", "").replace("; it was rebuilt", ""),
-                "run kbkit index: it rebuilds the index from the documents",
-            )
+            Finding("index", "fail", problem, "run kbkit index: it rebuilds the index from the documents")
         ]
     try:
-        store = Store(settings.index_path)
         rules = IgnoreRules.load(settings.kb_path, settings.exclude_dirs)
         stale = count_stale(store, settings.kb_path, Registry(settings.parsers), rules)
         total = store.reader().execute("SELECT count(*) FROM documents").fetchone()[0]
@@ -453,12 +448,16 @@ CHECKS: list[Check] = [
 """Every check, in the order `kbkit doctor` runs them."""
 
 
-def run_checks(root: Path | None, *, only_boot: bool = False) -> list[Finding]:
-    ctx = Context(root)
-    try:
-        ctx.settings = load_settings(root)
-    except KbkitError as exc:
-        ctx.config_error = str(exc)
+def run_checks(
+    root: Path | None, *, settings: Settings | None = None, only_boot: bool = False
+) -> list[Finding]:
+    """Every check (or the boot ones); `settings`, when the caller has them, saves reading them again."""
+    ctx = Context(root, settings)
+    if settings is None:
+        try:
+            ctx.settings = load_settings(root)
+        except KbkitError as exc:
+            ctx.config_error = str(exc)
     findings: list[Finding] = []
     for check in CHECKS:
         if only_boot and not check.at_boot:

@@ -301,3 +301,32 @@ async def test_an_index_that_breaks_while_serving_pauses_notifications_without_a
         ]
     finally:
         kb.close()
+
+
+def test_a_server_starting_while_another_creates_the_index_waits_instead_of_rebuilding_it(
+    tmp_path: Path,
+) -> None:
+    """Several agents start their servers at once on a new project: the second must not take the
+    first one's half-created file for a broken index and delete it under it."""
+    import threading
+
+    from kbkit.kb.store import Store
+
+    db = tmp_path / ".kbkit" / "index.db"
+    db.parent.mkdir()
+    creator = Store(db)
+    opened: list[Store] = []
+    with creator.writer():
+        half = sqlite3.connect(db)  # what the first server has written so far: one table, no version
+        half.execute("CREATE TABLE documents (id INTEGER PRIMARY KEY)")
+        half.commit()
+        half.close()
+        second = threading.Thread(target=lambda: opened.append(Store.open(db)))
+        second.start()
+        second.join(timeout=1.0)
+        assert second.is_alive()  # waiting for the writer lock, not judging the half-made file
+        db.unlink()
+        creator._create()  # the first server finishes its index
+    second.join(timeout=30)
+    assert opened and opened[0].repaired is None
+    opened[0].close()

@@ -238,6 +238,21 @@ def test_a_renamed_server_retracts_the_old_entry(tmp_path: Path) -> None:
     assert set(json.loads((root / ".mcp.json").read_text())["mcpServers"]) == {"team-kb"}
 
 
+def test_a_file_kbkit_created_is_still_its_own_after_a_rename_and_goes_when_the_client_goes(
+    tmp_path: Path,
+) -> None:
+    root = git_repo(tmp_path, ["cursor"])
+    run_sync(root)
+    (root / "kbkit.toml").write_text(
+        '[kb]\npath = "docs"\n[server]\nname = "team-kb"\n[sync]\nclients = ["cursor"]\n'
+    )
+    run_sync(root)
+    assert set(json.loads((root / ".cursor/mcp.json").read_text())["mcpServers"]) == {"team-kb"}
+    (root / "kbkit.toml").write_text('[kb]\npath = "docs"\n[sync]\nclients = []\n')
+    run_sync(root)
+    assert not (root / ".cursor/mcp.json").exists()
+
+
 def test_a_hand_edited_entry_is_reported_and_left_alone_unless_forced(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"])
     run_sync(root)

@@ -151,14 +151,17 @@ class Store:
             raise IndexUnavailable(
                 f"cannot create {self.path.parent} ({exc.strerror}); make the project folder writable"
             ) from None
-        problem = self.problem()
-        if problem == "new":
-            self._create()
-        elif problem:
-            self.repaired = problem
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-            self._create()
+        # Under the writer lock: several servers starting at once on a new project must not see
+        # each other's half-created file as broken and delete it.
+        with self.writer():
+            problem = self.problem()
+            if problem == "new":
+                self._create()
+            elif problem:
+                self.repaired = f"{problem}; it was rebuilt"
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+                self._create()
 
     def problem(self) -> str | None:
         """'new' for no file, a sentence for a file that must be rebuilt, None when it is usable."""
@@ -172,17 +175,17 @@ class Store:
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
-            return f"the index was unreadable ({exc}) and was rebuilt"
+            return f"the index was unreadable ({exc})"
         if check != "ok":
-            return f"the index failed its integrity check ({check}) and was rebuilt"
+            return f"the index failed its integrity check ({check})"
         if version != SCHEMA_VERSION:
-            return f"the index had schema {version}, this kbkit uses {SCHEMA_VERSION}; it was rebuilt"
+            return f"the index has schema {version}, this kbkit uses {SCHEMA_VERSION}"
         return None
 
     def _create(self) -> None:
         conn = self.connect()
         try:
-            conn.executescript(_SCHEMA)
+            conn.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nCOMMIT;")  # all of it or none
         except sqlite3.Error as exc:
             raise IndexUnavailable(f"cannot create the index {self.path}: {exc}") from None
         finally:

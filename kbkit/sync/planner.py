@@ -190,14 +190,13 @@ def _place(
             outcome.action, outcome.reason = "conflict", "kbkit's entry was edited by hand; left as it is"
             outcome.next_step = "put the change in kbkit.toml, or rerun with --force to overwrite it"
             return outcome
-    created_file = handle.before is None and not (previous and previous.created_file is False and mine)
+    same_file = previous is not None and previous.path == client.path
+    created_file = previous.created_file if same_file else handle.before is None
     if current != desired:
         handle.config.set(key, desired)
         outcome.action = "created" if handle.before is None else "updated"
         outcome.next_step = _next_step(client)
-    new_owned[name] = Owned(
-        client.path, key, entry_hash(desired), previous.created_file if mine and previous else created_file
-    )
+    new_owned[name] = Owned(client.path, key, entry_hash(desired), created_file)
     return outcome
 
 
