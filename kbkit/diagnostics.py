@@ -41,26 +41,22 @@ def describe_scan(report: ScanReport) -> str:
 
 def boot_lines(
     settings: Settings,
-    documents: int,
     *,
     transport: str,
     tools: Iterable[str],
-    repaired: str | None = None,
     http: Iterable[str] = (),
     watching: bool = False,
     memory: str = "memory: off (not configured: add a [memory] section with url to kbkit.toml)",
 ) -> list[str]:
-    """What `kbkit serve` says before it answers; `documents` is what the index holds at start
-    (indexing runs in the background and says when it has finished)."""
+    """What `kbkit serve` says before it answers. The index is opened and brought up to date in
+    the background, which says what it found (a repair, then `indexing finished`)."""
     lines = [
         f"kbkit {__version__} (Python {platform.python_version()}), transport: {transport}",
         f"root: {settings.root}, kb folder: {_relative(settings)}",
     ]
     lines += list(http)
-    if repaired:
-        lines.append(f"index repaired: {repaired}")
     lines += [
-        f"index: {documents} documents so far; indexing in the background (a line says when it has finished)"
+        "index: brought up to date in the background (a line says when it has finished)"
         + ("; watching for changes" if watching else "; not watching (--no-watch or [kb] watch = false)"),
         f"parsers: {', '.join(settings.parsers)}",
         f"tools: {', '.join(tools) or 'none ([server] tools is empty)'}",

@@ -158,7 +158,7 @@ async def test_boot_lines_go_to_stderr_and_name_what_was_indexed(project: Path, 
     text = "\n".join(lines)
     assert "transport: stdio" in text
     assert f"root: {project.resolve()}" in text
-    assert "index: 0 documents so far; indexing in the background" in text
+    assert "index: brought up to date in the background" in text
     assert "parsers: md, markdown, txt, rst, pdf" in text
     assert "memory: off" in text
     finished = next(line for line in lines if "indexing finished:" in line)

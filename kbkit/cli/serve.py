@@ -22,7 +22,7 @@ def serve(
     from kbkit.diagnostics import boot_lines, memory_line, run_checks
     from kbkit.server.factory import create_server
 
-    settings, kb = open_kb(root)
+    settings, kb = open_kb(root, deferred=True)  # the index is opened in the background (docs/adr/0012)
     sock = None
     try:
         plan = None
@@ -36,10 +36,8 @@ def serve(
         server = create_server(kb, attach_memory=attach_memory, watch=watch, report=stderr_line)
         lines = boot_lines(
             settings,
-            kb.document_count(),
             transport="http" if plan else "stdio",
             tools=settings.server_tools,
-            repaired=kb.store.repaired,
             http=plan.describe() if plan else (),
             watching=watch,
             memory=memory_line(settings, server.memory, over_http=plan is not None),

@@ -29,9 +29,16 @@ class KnowledgeBase:
         self.registry = Registry(settings.parsers)
 
     @classmethod
-    def open(cls, settings: Settings, *, deep: bool = False) -> KnowledgeBase:
-        """`deep`: also check (and repair) the full-text index itself, as `kbkit index` does."""
+    def open(cls, settings: Settings, *, deep: bool = False, deferred: bool = False) -> KnowledgeBase:
+        """`deep`: also check (and repair) the full-text index itself, as `kbkit index` does.
+        `deferred`: touch no file yet; `prepare()` opens the index later (a server answers first)."""
+        if deferred:
+            return cls(settings, Store(settings.index_path))
         return cls(settings, Store.open(settings.index_path, deep=deep))
+
+    def prepare(self) -> None:
+        """Open a deferred index: check it, create it or rebuild it (`store.repaired` says why)."""
+        self.store.prepare()
 
     def close(self) -> None:
         self.store.close()
@@ -56,12 +63,6 @@ class KnowledgeBase:
         if progress is None or not self.store.writer_busy():
             return None  # no scan with work, or the row of one that was killed
         return progress
-
-    def document_count(self) -> int:
-        row: tuple[int] = self._query(
-            lambda conn, _registry: conn.execute("SELECT count(*) FROM documents").fetchone()
-        )
-        return row[0]
 
     def reconfigure(self, settings: Settings) -> None:
         """New settings (kbkit.toml edited while serving): the next scan applies them."""

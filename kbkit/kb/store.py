@@ -62,6 +62,10 @@ class Store:
         self.path = path
         self.repaired: str | None = None
         """Why the file was rebuilt on open (None when it was fine or new)."""
+        self.prepared = False
+        """Set once `prepare` has checked (and if need be created or rebuilt) the file."""
+        self.failure: str | None = None
+        """Why `prepare` could not open the file: every read says so instead of a vaguer error."""
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -72,7 +76,7 @@ class Store:
         """The index at `path`, created or rebuilt as needed; `deep` also runs FTS5's own integrity
         check (a full read of the full-text index: `kbkit index` pays it, a server start does not)."""
         store = cls(path)
-        store._prepare(deep=deep)
+        store.prepare(deep=deep)
         return store
 
     def connect(self) -> sqlite3.Connection:
@@ -90,6 +94,8 @@ class Store:
 
     def reader(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use."""
+        if self.failure is not None:
+            raise IndexUnavailable(self.failure)
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self.connect()
@@ -172,7 +178,20 @@ class Store:
             version: int = self._probe.execute("PRAGMA data_version").fetchone()[0]
             return version
 
-    def _prepare(self, *, deep: bool = False) -> None:
+    def prepare(self, *, deep: bool = False) -> None:
+        """Check the file; create it when new, rebuild it when broken (`repaired` says why). `open`
+        does this at once; a server does it in the background, after it has started answering.
+        Once done, it does nothing; when it fails, every read repeats why (`failure`)."""
+        if self.prepared:
+            return
+        try:
+            self._prepare(deep=deep)
+        except IndexUnavailable as exc:
+            self.failure = str(exc)
+            raise
+        self.prepared = True
+
+    def _prepare(self, *, deep: bool) -> None:
         if link := self._link_problem():
             raise IndexUnavailable(link)
         try:
