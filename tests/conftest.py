@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
 import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import IO, TypeVar
 
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+T = TypeVar("T")
 
 ERAS = ["legacy", "auto"]
 """`legacy` runs the 2025-11-25 initialize handshake; `auto` discovers and speaks 2026-07-28."""
@@ -45,6 +52,18 @@ def make_project(
     (root / "docs").mkdir(exist_ok=True)
     write_files(root / "docs", SAMPLE_DOCS if files is None else files)
     return root
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: at least four workers even on two cores, since most tests spend their time waiting
+    on a server subprocess rather than computing (`-n 0` runs in one process)."""
+    return max(4, os.cpu_count() or 1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests (marked `slow`: a fresh virtualenv each) go first, so the workers run
+    them beside the rest instead of after it."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture
@@ -99,19 +118,82 @@ def document_text(result) -> str:  # noqa: ANN001 - an mcp CallToolResult
     return result.content[-1].text
 
 
+@asynccontextmanager
+async def serve_in_memory(
+    root: Path,
+    mode: str = "legacy",
+    *,
+    message_handler=None,  # noqa: ANN001 - the SDK's MessageHandlerFnT
+) -> AsyncIterator[Client]:
+    """The server `kbkit serve --root ROOT` builds, run in this process, with the real mcp client
+    connected over the SDK's memory transport: protocol behaviour without a process start.
+
+    Launching, stdio framing and boot lines are `serve_stdio`'s to test."""
+    from kbkit.config import load_settings
+    from kbkit.kb.base import KnowledgeBase
+    from kbkit.server.factory import create_server
+
+    settings = load_settings(root)
+    kb = KnowledgeBase.open(settings)
+    try:
+        kb.scan()
+        server = create_server(kb, watch=settings.watch)
+        async with Client(server, mode=mode, cache=None, message_handler=message_handler) as client:
+            yield client
+    finally:
+        kb.close()
+
+
 TEST_TOKEN = "test-token-0123456789abcdef"
 
 
-def free_port() -> int:
-    import socket
+def wait_until(predicate: Callable[[], T], timeout: float = 60.0, step: float = 0.05, what: str = "") -> T:
+    """Poll `predicate` until it returns something truthy; fail after a generous deadline.
 
+    The deadline is a bound on a hang, never a timing assertion: on a loaded machine it is simply
+    reached later."""
+    deadline = time.monotonic() + timeout
+    while not (result := predicate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {timeout} s: {what or predicate}")
+        time.sleep(step)
+    return result
+
+
+async def eventually(
+    predicate: Callable[[], Awaitable[T]], timeout: float = 60.0, step: float = 0.1, what: str = ""
+) -> T:
+    """`wait_until` for an async predicate."""
+    import anyio
+
+    deadline = time.monotonic() + timeout
+    while not (result := await predicate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {timeout} s: {what or predicate}")
+        await anyio.sleep(step)
+    return result
+
+
+@contextmanager
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections for as long as the block runs.
+
+    The socket is bound but never listens: nothing else can take the port meanwhile, and a
+    connection to it is refused at once (no free-port race)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        yield sock.getsockname()[1]
+
+
+_LISTENING = re.compile(r"\] http: http://\S+:(\d+)/mcp ")
 
 
 class HttpServer:
-    """`kbkit serve --http` in a subprocess on a free loopback port."""
+    """`kbkit serve --http` in a subprocess on loopback.
+
+    Without `port` the server binds port 0 and reports the port it got, so no free port is guessed
+    (and raced for) beforehand; with `port` (a restart on the same address) a bind that fails
+    because the port is still held is retried."""
 
     def __init__(
         self,
@@ -124,33 +206,61 @@ class HttpServer:
         open_files: tuple[int, int] | None = None,
     ) -> None:
         """`open_files`: the (soft, hard) RLIMIT_NOFILE the server starts under."""
-        import subprocess
-
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.root = root
+        self.fixed_port = port
+        self.port = port or 0
         self.log_path = root / "http-stderr.log"
+        self._args = args
+        self._env = _child_env(token, env)
+        self._open_files = open_files
+        self._log: IO[str] | None = None
+        self._start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _start(self) -> None:
+        if self._log is not None:
+            self._log.close()
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [*kbkit_command(), "serve", "--http", "--root", str(root), "--port", str(self.port), *args],
+            [
+                *kbkit_command(),
+                *("serve", "--http", "--root", str(self.root), "--port", str(self.fixed_port or 0)),
+                *self._args,
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
-            env=_child_env(token, env),
-            preexec_fn=(lambda: _limit_open_files(open_files)) if open_files else None,
+            env=self._env,
+            preexec_fn=(lambda: _limit_open_files(self._open_files)) if self._open_files else None,
         )
 
-    def wait_ready(self, timeout: float = 30.0) -> HttpServer:
-        import time
-
+    def wait_ready(self, timeout: float = 60.0) -> HttpServer:
+        """Wait (bounded) until this server, and not another on the same port, answers /healthz."""
         import httpx2
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if "already in use" in self.stderr() and self.fixed_port:
+                    time.sleep(0.2)  # the port's previous holder is still letting go of it
+                    self._start()
+                    continue
                 raise RuntimeError(f"kbkit serve --http exited: {self.stderr()}")
+            if not self.fixed_port:
+                found = _LISTENING.search(self.stderr())
+                if found is None:
+                    time.sleep(0.05)
+                    continue
+                self.port = int(found.group(1))
             try:
-                if httpx2.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                if httpx2.get(f"{self.base}/healthz", timeout=5).status_code == 200:
                     return self
             except httpx2.TransportError:
                 time.sleep(0.05)
@@ -160,9 +270,6 @@ class HttpServer:
         return self.log_path.read_text()  # the child writes to the file itself; nothing is buffered here
 
     def stop(self) -> int:
-        import signal
-        import subprocess
-
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -170,7 +277,8 @@ class HttpServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
         return self.process.returncode
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import ERAS, SAMPLE_DOCS, document_text, make_project, serve_stdio
+from conftest import ERAS, SAMPLE_DOCS, document_text, make_project, serve_in_memory, serve_stdio
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
@@ -675,7 +675,7 @@ async def test_the_server_refuses_every_escape_with_a_clear_error_and_keeps_serv
     hostile: Path, mode: str
 ) -> None:
     with anyio.fail_after(SESSION_BOUND):
-        async with serve_stdio(hostile, mode) as client:
+        async with serve_in_memory(hostile, mode) as client:
             for spelling, says in REFUSED_PATHS:
                 path = spelling.format(root=hostile)
                 result = await client.call_tool("get_document", {"path": path})
@@ -706,6 +706,7 @@ async def test_unindexed_and_ignored_files_are_read_by_get_document_but_refused_
         "private/plan.md": "# Plan\n\nignored by kbignore\n",
         "drafts/idea.md": "# Idea\n\nexcluded by exclude_dirs\n",
     }
+    # not watching: late.md stays unindexed (a watcher would index it while the test reads it)
     config = '[kb]\npath = "docs"\nexclude_dirs = ["drafts"]\nwatch = false\n'
     root = make_project(tmp_path / "p", files, config=config)
     (root / "docs" / ".kbignore").write_text("private/\n")
@@ -740,7 +741,7 @@ async def test_a_document_over_the_text_cap_is_cut_with_a_notice_and_read_on_fro
     full = big_text(1.3)
     root = make_project(tmp_path / "p", {"big.md": full})
     with anyio.fail_after(SESSION_BOUND):
-        async with serve_stdio(root, mode) as client:
+        async with serve_in_memory(root, mode) as client:
             first = await client.call_tool("get_document", {"path": "big.md"})
             assert not first.is_error
             data = first.structured_content

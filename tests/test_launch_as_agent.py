@@ -42,7 +42,8 @@ CONCURRENT_LAUNCHES = 6
 EXPECTED_HIT = "adr/0001-guards.md"
 QUERY = "guard sequence"
 
-pytestmark = pytest.mark.anyio
+# the synced projects and the shared server are built once, by one worker:
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("launch-as-agent")]
 
 
 # -- how each agent reads its file -------------------------------------------------------------

@@ -29,6 +29,9 @@ from kbkit import DISTRIBUTION, __version__
 from kbkit.entry import OPTIONAL, REQUIRED
 from kbkit.shipped import IN_REPOSITORY
 
+# one worker builds the sdist, the wheel and the virtualenv, once:
+pytestmark = pytest.mark.xdist_group("wheel")
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "kbkit"
 DOCS = {

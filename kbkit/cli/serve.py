@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -13,7 +14,9 @@ def serve(
     root: RootOption = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str | None, typer.Option("--host", help="HTTP bind address.")] = None,
-    port: Annotated[int | None, typer.Option("--port", help="HTTP port ([server.http] port).")] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="HTTP port ([server.http] port); 0 picks a free one.")
+    ] = None,
     no_watch: Annotated[bool, typer.Option("--no-watch", help="Do not reindex as files change.")] = False,
 ) -> None:
     """Serve the kb to agents: over stdio (what agents' configs run), or over HTTP with --http."""
@@ -31,6 +34,9 @@ def serve(
 
             plan = plan_http(settings, host, port)
             sock = bind(plan)  # before any line says the server is up
+            # with --port 0 the system picked the port: the boot line names it, so whoever
+            # started the server learns its address without guessing a free port (and racing for it)
+            plan = replace(plan, port=sock.getsockname()[1])
         attach_memory = plan is None or settings.http.memory
         watch = settings.watch and not no_watch
         server = create_server(kb, attach_memory=attach_memory, watch=watch, report=stderr_line)
