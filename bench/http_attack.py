@@ -31,10 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
-from _util import MachineWatch, print_table, write_project
+from _util import MachineWatch, free_port, print_table, write_project
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import TEST_TOKEN, free_port, kbkit_command  # noqa: E402
+from conftest import TEST_TOKEN, kbkit_command  # noqa: E402
 
 HALF_REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 MODERN = "2026-07-28"

@@ -28,10 +28,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from kbkit.catalog.clients import CLIENTS
+from kbkit.catalog.clients import Client as ClientRow
 from kbkit.diagnostics import Finding, run_checks
 from kbkit.sync import jsonc
-from kbkit.sync.clients import CLIENTS
-from kbkit.sync.clients import Client as ClientRow
 from kbkit.sync.render import token_reference
 
 AGENT_PATH = "/usr/bin:/bin"

@@ -34,7 +34,7 @@ def index(
                 typer.echo(f"index repaired: {repaired}")
         typer.echo(describe_scan(report))
         if skipped:
-            for path, reason in kb.store.reader().execute("SELECT path, reason FROM skipped ORDER BY path"):
+            for path, reason in kb.store.skipped():
                 typer.echo(f"  skipped {path}: {reason}")
     finally:
         kb.close()

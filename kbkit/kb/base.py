@@ -11,12 +11,12 @@ from collections.abc import Callable
 from typing import Concatenate, ParamSpec, TypeVar, Unpack
 
 from kbkit.config import Settings
-from kbkit.errors import DocumentRefused, IndexUnavailable
+from kbkit.errors import DocumentRefused
 from kbkit.kb import documents, indexer, search
 from kbkit.kb.documents import Document, IndexedDocument
 from kbkit.kb.ignore import IgnoreRules
 from kbkit.kb.parsers import Registry
-from kbkit.kb.store import Store
+from kbkit.kb.store import SqliteError, Store, index_error
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -104,5 +104,5 @@ class KnowledgeBase:
         """A thin sqlite3 error boundary around one read."""
         try:
             return fn(self.store.reader(), self.registry, *args, **kwargs)
-        except sqlite3.Error as exc:
-            raise IndexUnavailable(f"the index {self.store.path} could not be read: {exc}") from None
+        except SqliteError as exc:
+            raise index_error(exc, "cannot read", self.store.path) from None

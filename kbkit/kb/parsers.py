@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
+from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.errors import DocumentRefused
 
 if TYPE_CHECKING:
@@ -257,12 +258,17 @@ def pdf_pages_within_budget(reader: pypdf.PdfReader) -> list[str]:
     return pages
 
 
+EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
+    "md": parse_markdown,
+    "markdown": parse_markdown,
+    "txt": parse_plain,
+    "rst": parse_rst,
+    "pdf": parse_pdf,
+}
+"""How each file type of kbkit/catalog/filetypes.py becomes text (a missing one fails at import)."""
+
 ALL_PARSERS: dict[str, Parser] = {
-    "md": Parser("md", "text/markdown", parse_markdown),
-    "markdown": Parser("markdown", "text/markdown", parse_markdown),
-    "txt": Parser("txt", "text/plain", parse_plain),
-    "rst": Parser("rst", "text/x-rst", parse_rst),
-    "pdf": Parser("pdf", "text/plain", parse_pdf),
+    name: Parser(name, media_type, EXTRACTORS[name]) for name, media_type in FILE_TYPES.items()
 }
 """Every parser kbkit ships, keyed by extension (no dot, lower case)."""
 

@@ -14,9 +14,9 @@ import sqlite3
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypedDict
 
-from kbkit.errors import IndexUnavailable, QueryError
+from kbkit.errors import QueryError
 from kbkit.kb.parsers import Registry
-from kbkit.kb.store import Store
+from kbkit.kb.store import SqliteError, Store, index_error
 from kbkit.kb.uris import doc_uri
 
 MAX_TERMS = 64
@@ -90,7 +90,7 @@ def compile_query(text: str) -> CompiledQuery:
 
 
 def search_sql(with_prefix: bool) -> str:
-    """The ranking query `search` runs (tests pin it; `kbkit search --sql` shows it)."""
+    """The ranking query `search` runs (tests pin its weights and prefix filter)."""
     prefix = "AND substr(d.path, 1, :prefix_len) = :prefix " if with_prefix else ""
     return (
         "SELECT d.id, d.path, d.title, d.ext, "
@@ -182,8 +182,8 @@ def search(
                 rowid: snippet_window(marked, title)
                 for rowid, title, marked in conn.execute(sql, (compiled.match,))
             }
-    except sqlite3.Error as exc:
-        raise IndexUnavailable(f"the search could not run against {store.path}: {exc}") from None
+    except SqliteError as exc:
+        raise index_error(exc, "the search could not run against", store.path) from None
 
     result = SearchResult()
     notes = []
@@ -214,7 +214,8 @@ def search(
             budget -= cost
         result.results.append(hit)
     if not rows:
-        notes.append(_why_empty(conn, compiled, prefix))
+        with store.translated("the search could not run against"):
+            notes.append(_why_empty(conn, compiled, prefix))
     result.note = "; ".join(notes) or None
     return result
 

@@ -3,6 +3,9 @@
 Readers (every server process, every request thread) open their own connection; one writer at
 a time (the indexer) changes it. A missing, corrupt or older-schema file is rebuilt on open,
 and the store says so, so the boot line can.
+
+This is the index's boundary: nothing outside kbkit/kb/ imports sqlite3 or holds SQL (checked by
+tests/test_layering.py), and SQLite's errors become kbkit's here, once (`index_error`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,30 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
+
+RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
+SQLITE_FIXES: dict[type[BaseException], str] = {
+    sqlite3.OperationalError: (
+        "check that the .kbkit folder is writable and its disk is not full; otherwise delete "
+        "the index file (it holds nothing but the index) and run kbkit index"
+    ),
+    sqlite3.DatabaseError: "run kbkit index: it rebuilds a damaged index from the documents",
+    sqlite3.ProgrammingError: RETRY_FIX,
+}
+"""What to do about each kind of SQLite error (the nearest class in its MRO decides). Locked,
+busy, read-only, full and I/O errors are OperationalError; a damaged file is DatabaseError or one of
+its subclasses (IntegrityError, DataError, InternalError, NotSupportedError). A closed connection
+(ProgrammingError, also a DatabaseError) and the rest (InterfaceError, Warning) get RETRY_FIX."""
+
+SqliteError = (sqlite3.Error, sqlite3.Warning)
+"""Everything sqlite3 raises of its own (Warning is not an Error subclass)."""
+
+
+def index_error(exc: sqlite3.Error | sqlite3.Warning, doing: str, path: Path) -> IndexUnavailable:
+    """The one translation of an SQLite error into kbkit's: what failed, on which file, and the fix."""
+    fix = next((SQLITE_FIXES[kind] for kind in type(exc).__mro__ if kind in SQLITE_FIXES), RETRY_FIX)
+    return IndexUnavailable(f"{doing} {path}: {exc}", fix=fix)
+
 
 SCHEMA_VERSION = 2
 LOCK_WAIT_SECONDS = 120.0
@@ -88,8 +115,8 @@ class Store:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as exc:
-            raise IndexUnavailable(f"cannot open the index {self.path}: {exc}") from None
+        except SqliteError as exc:
+            raise index_error(exc, "cannot open the index", self.path) from None
         return conn
 
     def reader(self) -> sqlite3.Connection:
@@ -104,10 +131,45 @@ class Store:
                 self._connections.append(conn)
         return conn
 
+    @contextmanager
+    def translated(self, doing: str) -> Iterator[None]:
+        """Run a read or write of the index; an SQLite error leaves as IndexUnavailable("<doing> <path>")."""
+        try:
+            yield
+        except SqliteError as exc:
+            raise index_error(exc, doing, self.path) from None
+
+    def count_documents(self) -> int:
+        """How many documents the index holds (servable or not)."""
+        with self.translated("cannot count the documents of"):
+            return int(self.reader().execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def skipped(self) -> list[tuple[str, str]]:
+        """(path, why) for every file the last scan left out, in path order."""
+        with self.translated("cannot read the skipped files of"):
+            return list(self.reader().execute("SELECT path, reason FROM skipped ORDER BY path"))
+
+    def stats(
+        self, conn: sqlite3.Connection | None = None
+    ) -> tuple[dict[str, tuple[int, int, int]], dict[str, tuple[int, int]]]:
+        """What stale detection compares against the folder: path -> (size, mtime_ns, id) of each
+        indexed document, path -> (size, mtime_ns) of each skipped file (on `conn`, the indexer's
+        own connection, or this thread's reader)."""
+        with self.translated("cannot read"):
+            conn = conn or self.reader()
+            known = {
+                row[0]: (row[1], row[2], row[3])
+                for row in conn.execute("SELECT path, size, mtime_ns, id FROM documents")
+            }
+            skipped = {
+                row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM skipped")
+            }
+        return known, skipped
+
     def close(self) -> None:
         with self._lock:
             for conn in self._connections:
-                with suppress(sqlite3.Error):
+                with suppress(*SqliteError):
                     conn.close()
             self._connections.clear()
             self._probe = None
@@ -175,8 +237,8 @@ class Store:
             if self._probe is None:
                 self._probe = self.connect()
                 self._connections.append(self._probe)
-            version: int = self._probe.execute("PRAGMA data_version").fetchone()[0]
-            return version
+            with self.translated("cannot read"):
+                return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
 
     def prepare(self, *, deep: bool = False) -> None:
         """Check the file; create it when new, rebuild it when broken (`repaired` says why). `open`
@@ -284,7 +346,7 @@ class Store:
         conn = self.connect()
         try:
             conn.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nCOMMIT;")  # all of it or none
-        except sqlite3.Error as exc:
-            raise IndexUnavailable(f"cannot create the index {self.path}: {exc}") from None
+        except SqliteError as exc:
+            raise index_error(exc, "cannot create the index", self.path) from None
         finally:
             conn.close()

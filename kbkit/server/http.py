@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kbkit.catalog.clients import TOKEN_VAR
 from kbkit.config import ENV_FILE, Settings
 from kbkit.errors import ConfigError, EnvironmentProblem
 from kbkit.server.connections import (
@@ -43,7 +44,8 @@ from kbkit.server.connections import (
 )
 from kbkit.server.logs import install_stderr_log
 
-TOKEN_VAR = "MCP_TOKEN"
+TOKEN_MIN_LENGTH = 16
+"""The shortest MCP_TOKEN `kbkit serve --http` accepts (and `kbkit doctor` passes)."""
 ANONYMOUS_VAR = "MCP_ALLOW_ANONYMOUS"
 MAX_BODY_BYTES = 1024 * 1024
 KEEP_ALIVE_SECONDS = 5
@@ -104,6 +106,13 @@ class HttpPlan:
         return [f"http: {self.url} (health: {HEALTH_PATH})", auth, reach, limits]
 
 
+def weak_token(token: str) -> str | None:
+    """Why `token` is too weak to guard `kbkit serve --http`, or None: the one rule serve and doctor apply."""
+    if len(token) < TOKEN_MIN_LENGTH:
+        return f"{TOKEN_VAR} is shorter than {TOKEN_MIN_LENGTH} characters"
+    return None
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -131,8 +140,8 @@ def plan_http(settings: Settings, host: str | None = None, port: int | None = No
         raise ConfigError(
             f"{ANONYMOUS_VAR}=1 is refused on a non-loopback bind ({host}); set {TOKEN_VAR} or bind 127.0.0.1"
         )
-    if token is not None and len(token) < 16:
-        raise ConfigError(f"{TOKEN_VAR} is shorter than 16 characters; use a long random string")
+    if token is not None and (weak := weak_token(token)):
+        raise ConfigError(f"{weak}; use a long random string")
     file_limit = usable_file_limit()
     budget = connection_budget(settings.http.max_connections, file_limit)
     allowed_hosts = [*LOOPBACK_HOSTS, *settings.http.allowed_hosts]

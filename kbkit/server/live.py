@@ -21,13 +21,13 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from kbkit.catalog.agents import CANONICAL_SKILL_DIR
 from kbkit.config import CONFIG_FILE, LOCAL_CONFIG_FILE, load_settings
 from kbkit.errors import KbkitError
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.indexer import ScanReport
 from kbkit.kb.uris import doc_uri
 from kbkit.server.notify import Notifier
-from kbkit.sync.clients import CANONICAL_SKILL_DIR
 
 DEBOUNCE_MS = 150
 """Events closer together than this are one change (an editor's save is several events)."""
@@ -305,15 +305,7 @@ class LiveIndex:
 
     def _read_snapshot(self) -> Snapshot:
         """Servable documents: path -> (sha256, title, size). What a client could see change."""
-        conn = self.kb.store.reader()
-        extensions = set(self.kb.registry.extensions)
-        return {
-            path: (sha, title, size)
-            for path, sha, title, size, ext in conn.execute(
-                "SELECT path, sha256, title, size, ext FROM documents"
-            )
-            if ext in extensions
-        }
+        return {doc.path: (doc.sha256, doc.title, doc.size) for doc in self.kb.list_servable()}
 
     def _skills_state(self) -> SkillsStamp:
         folder = self.kb.settings.root / CANONICAL_SKILL_DIR

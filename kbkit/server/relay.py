@@ -51,9 +51,9 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from kbkit.catalog.clients import TOKEN_VAR
 from kbkit.config import ENV_FILE, find_root, load_env
 from kbkit.errors import ExitCode, InputError, KbkitError
-from kbkit.sync.clients import TOKEN_VAR
 
 CLOSE_GRACE = 0.5
 """Seconds the relay spends ending the remote session once stdin has closed."""

@@ -19,7 +19,7 @@ from mcp.types import INVALID_PARAMS
 
 from kbkit.errors import KbkitError
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.documents import IndexedDocument, check_path
+from kbkit.kb.documents import IndexedDocument, check_path, truncation_notice
 from kbkit.kb.parsers import ALL_PARSERS
 from kbkit.kb.uris import DOC_TEMPLATE, TOPIC_TEMPLATE, doc_uri, parse_doc_uri, parse_topic_uri
 from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
@@ -107,10 +107,11 @@ def _read_document(kb: KnowledgeBase, uri: str, path: str) -> types.ReadResource
         )
 
     def notice(shown: str) -> str:
-        return (
-            f"\n\n[kbkit: TRUNCATED. This document's text is {doc.text_size} bytes; only the first "
-            f"{len(shown.encode('utf-8'))} bytes are shown. Read the rest with the get_document tool, "
-            f"path={doc.path!r}, offset={len(shown)}.]"
+        return truncation_notice(
+            "This document's text",
+            doc.text_size,
+            shown,
+            f"Read the rest with the get_document tool, path={doc.path!r}, offset={len(shown)}.",
         )
 
     largest_notice = notice(doc.text)  # a longer text only lengthens the numbers in it

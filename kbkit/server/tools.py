@@ -20,9 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kbkit.errors import KbkitError
 from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.documents import TEXT_CAP
 from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, MAX_LIMIT, MIN_MAX_TOKENS
 from kbkit.kb.uris import doc_uri
 from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
+
+CAP = f"{TEXT_CAP >> 20} MiB"
+"""The text cap as tool descriptions state it."""
 
 
 class _Args(BaseModel):
@@ -72,7 +76,7 @@ class DocumentOutput(BaseModel):
     uri: str | None = Field(None, description="kb://doc/... when the document is also offered as a resource.")
     media_type: str
     truncated: bool = Field(
-        description="True when the text was cut (at 1 MiB, or to fit one reply); read on from next_offset."
+        description=f"True when the text was cut (at {CAP}, or to fit one reply); read on from next_offset."
     )
     size: int = Field(description="The file's size in bytes.")
     offset: int = 0
@@ -231,7 +235,7 @@ KB_TOOLS: dict[str, KbTool] = {
             description=(
                 "The text of any file under the kb folder with a supported extension, indexed or not, "
                 "by its path relative to that folder. The reply is a JSON block (path, size, truncated, "
-                "next_offset), then the text. A text over 1 MiB, or over what one reply carries, is "
+                f"next_offset), then the text. A text over {CAP}, or over what one reply carries, is "
                 "cut: `truncated` says so and `next_offset` is where to read on."
             ),
             args=GetDocumentArgs,

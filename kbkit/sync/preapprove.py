@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from kbkit.catalog.clients import CLIENTS, Client
 from kbkit.config import KB_TOOL_NAMES, Settings
-from kbkit.sync.clients import CLIENTS, Client
 from kbkit.sync.merge import ConfigText
 from kbkit.sync.state import Owned, entry_hash
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import jinja2
 
+from kbkit.catalog.clients import DIRECT_HTTP, RELAY, TOKEN_VAR, Client
 from kbkit.shipped import shipped
-from kbkit.sync.clients import DIRECT_HTTP, RELAY, TOKEN_VAR, Client
 
 
 @dataclass(frozen=True)
