@@ -11,8 +11,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Protocol
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class Peer(Protocol):
+    name: str
+
+    def rank(self, query: str, k: int) -> list[str]: ...
 
 
 class Bm25sPeer:
@@ -68,10 +75,14 @@ class TantivyPeer:
         return [self._searcher.doc(address)["key"][0] for _, address in hits]
 
 
-def available_peers() -> dict[str, type]:
+PeerType = type[Bm25sPeer] | type[TantivyPeer]
+
+
+def available_peers() -> dict[str, PeerType]:
     """The peers whose packages are installed (`pip install -e ".[bench]"`)."""
-    found: dict[str, type] = {}
-    for peer, module in ((Bm25sPeer, "bm25s"), (TantivyPeer, "tantivy")):
+    found: dict[str, PeerType] = {}
+    peers: tuple[tuple[PeerType, str], ...] = ((Bm25sPeer, "bm25s"), (TantivyPeer, "tantivy"))
+    for peer, module in peers:
         try:
             __import__(module)
         except ImportError:

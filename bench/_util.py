@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import socket
 import statistics
 import tarfile
 import time
@@ -28,6 +29,14 @@ def write_project(root: Path, kb_path: str) -> None:
     """A minimal kbkit project: `root/kbkit.toml` pointing at `root/<kb_path>`."""
     (root / kb_path).mkdir(parents=True, exist_ok=True)
     (root / "kbkit.toml").write_text(f'[kb]\npath = "{kb_path}"\n', encoding="utf-8")
+
+
+def free_port() -> int:
+    """A loopback port free right now (a bench may race for it; the tests bind port 0 instead)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def percentile(values: list[float], pct: int) -> float:

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Unpack
 
 from _util import (
     MachineWatch,
@@ -39,6 +40,8 @@ from _util import (
 
 from kbkit.config import STATE_DIR, load_settings
 from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.indexer import ScanReport
+from kbkit.kb.search import SearchOptions
 
 KB_FOLDER = "cpp-docs"
 FULL_TARGET = 3.0
@@ -59,13 +62,15 @@ def full_index(root: Path) -> tuple[float, int]:
     return time.perf_counter() - started, report.documents
 
 
-def timed_scan(kb: KnowledgeBase) -> tuple[float, object]:
+def timed_scan(kb: KnowledgeBase) -> tuple[float, ScanReport]:
     started = time.perf_counter()
     report = kb.scan()
     return time.perf_counter() - started, report
 
 
-def search_latencies(kb: KnowledgeBase, queries: list[str], rounds: int, **options: object) -> list[float]:
+def search_latencies(
+    kb: KnowledgeBase, queries: list[str], rounds: int, **options: Unpack[SearchOptions]
+) -> list[float]:
     for query in queries:  # warm-up round, not counted
         kb.search(query, **options)
     times = []

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _util import MachineWatch, data_dir, print_table, unpack
 
@@ -55,7 +56,7 @@ def child(root: Path, threads: int, semantic: bool) -> None:
     print(json.dumps(out))
 
 
-def measure(root: Path, threads: int, semantic: bool) -> dict:
+def measure(root: Path, threads: int, semantic: bool) -> dict[str, Any]:
     config = '[kb]\npath = "docs"\n' + ("\n[search]\nsemantic = true\n" if semantic else "")
     (root / "kbkit.toml").write_text(config, encoding="utf-8")
     state = root / ".kbkit"
@@ -69,7 +70,8 @@ def measure(root: Path, threads: int, semantic: bool) -> dict:
         text=True,
         check=True,
     )
-    return json.loads(result.stdout)
+    measured: dict[str, Any] = json.loads(result.stdout)
+    return measured
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -49,6 +49,8 @@ from _util import (
     verdict,
     write_project,
 )
+from mcp import Client
+from mcp.types import TextContent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import HttpServer, http_client, serve_stdio  # noqa: E402
@@ -70,7 +72,7 @@ class Tally:
         self.latencies: list[float] = []
         self.errors: list[str] = []
 
-    async def call(self, client, query: str) -> None:  # noqa: ANN001 - mcp.Client
+    async def call(self, client: Client, query: str) -> None:
         started = time.perf_counter()
         try:
             result = await client.call_tool("search", {"query": query})
@@ -79,7 +81,8 @@ class Tally:
             return
         self.latencies.append(time.perf_counter() - started)
         if result.is_error:
-            self.errors.append(result.content[0].text if result.content else "is_error")
+            first = result.content[0] if result.content else None
+            self.errors.append(first.text if isinstance(first, TextContent) else "is_error")
 
 
 def summary(label: str, tally: Tally, wall: float, server_cpu: float | None, client_cpu: float) -> list[str]:
@@ -104,7 +107,7 @@ def summary(label: str, tally: Tally, wall: float, server_cpu: float | None, cli
 
 async def run_http(
     url: str, pid: int, queries: list[str], clients: int, calls: int, mode: str, sweep: list[int]
-):
+) -> tuple[list[list[str]], Tally]:
     """Rows: one client calling sequentially, a few smaller fleets (`sweep`), then `clients`."""
     rows = []
     sequential = Tally()
@@ -132,7 +135,9 @@ async def run_http(
     return rows, tally
 
 
-async def fleet_run(url: str, pid: int, queries: list[str], clients: int, calls: int, mode: str):
+async def fleet_run(
+    url: str, pid: int, queries: list[str], clients: int, calls: int, mode: str
+) -> tuple[list[str], Tally]:
     """`clients` connections, each calling `calls` times back to back, all released at once."""
     tally = Tally()
     ready = 0
@@ -169,7 +174,9 @@ async def fleet_run(url: str, pid: int, queries: list[str], clients: int, calls:
     return row, tally
 
 
-async def run_stdio(root: Path, queries: list[str], sequential_calls: int, tasks: int, calls: int, mode: str):
+async def run_stdio(
+    root: Path, queries: list[str], sequential_calls: int, tasks: int, calls: int, mode: str
+) -> list[list[str]]:
     rows = []
     async with serve_stdio(root, mode, stderr_path=root.parent / "stdio-stderr.log") as client:
         pid = _child_pid("serve", str(root))
@@ -243,13 +250,13 @@ def profile_rows(raw: Path, top: int = 8) -> list[list[str]]:
         key = frames[-1] if frames else "(no kbkit frame: worker threads waiting for work)"
         shares[key] = shares.get(key, 0) + int(count)
     rows = []
-    for key, count in sorted(shares.items(), key=lambda item: item[1], reverse=True)[:top]:
+    for key, samples in sorted(shares.items(), key=lambda item: item[1], reverse=True)[:top]:
         match = re.search(r"\((kbkit/[^:]+):(\d+)\)", key)
         code = ""
         if match:
             source = Path(__file__).resolve().parents[1] / match.group(1)
             code = linecache.getline(str(source), int(match.group(2))).strip()
-        rows.append([key, f"`{code}`" if code else "", f"{count / max(total, 1) * 100:.1f} %"])
+        rows.append([key, f"`{code}`" if code else "", f"{samples / max(total, 1) * 100:.1f} %"])
     return rows
 
 

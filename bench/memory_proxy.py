@@ -20,14 +20,17 @@ alone costs.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
 from _util import MachineWatch, ms, percentile, print_table, verdict
+from mcp.types import CallToolResult
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import http_client, make_project, serve_stdio  # noqa: E402
@@ -37,7 +40,9 @@ ADDED_TARGET = 0.005
 TOPICS = ["WAL", "index", "deploy", "release", "guard", "token", "sync", "search", "cache", "schema"]
 
 
-async def measure(root: Path, upstream: MemoryUpstream, calls: int, memories: int, mode: str):
+async def measure(
+    root: Path, upstream: MemoryUpstream, calls: int, memories: int, mode: str
+) -> tuple[dict[str, list[float]], dict[str, int]]:
     direct_url = upstream.url.replace("{bank}", "default")
     times: dict[str, list[float]] = {"direct": [], "proxied": [], "local": []}
     errors: dict[str, int] = dict.fromkeys(times, 0)
@@ -53,7 +58,7 @@ async def measure(root: Path, upstream: MemoryUpstream, calls: int, memories: in
             content = f"decision {number}: the {topic} choice was reviewed and kept for release {number}"
             await direct.call_tool("retain", {"content": content})
 
-        async def timed(path: str, call) -> None:  # noqa: ANN001 - a coroutine factory
+        async def timed(path: str, call: Callable[[], Awaitable[CallToolResult]]) -> None:
             started = time.perf_counter()
             try:
                 result = await call()
@@ -70,7 +75,7 @@ async def measure(root: Path, upstream: MemoryUpstream, calls: int, memories: in
             if round_ % 2:
                 order.reverse()
             for path, client in order:
-                await timed(path, lambda c=client, q=query: c.call_tool("recall", q))
+                await timed(path, functools.partial(client.call_tool, "recall", query))
             await timed("local", lambda: proxied.call_tool("get_document", {"path": "notes.txt"}))
             if round_ == 19:
                 for values in times.values():

@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from _peers import available_peers
+from _peers import Peer, available_peers
 from _util import MachineWatch, data_dir, ms, percentile, print_table, unpack, verdict
 
 from kbkit.config import load_settings
@@ -51,6 +52,10 @@ TARGETS = {
 LIMIT = 100
 
 Ranker = Callable[[str], list[str]]
+
+
+def _ranker(peer: Peer) -> Ranker:
+    return lambda query: peer.rank(query, LIMIT)
 
 
 def load_questions(path: Path = QUESTIONS) -> list[tuple[str, list[str]]]:
@@ -108,7 +113,7 @@ class Systems:
             started = time.perf_counter()
             peer = peer_type(docs)
             self.index_seconds[name] = time.perf_counter() - started
-            self.rankers[name] = lambda query, peer=peer: peer.rank(query, LIMIT)
+            self.rankers[name] = _ranker(peer)
         if hybrid:
             started = time.perf_counter()
             self.kb.embed()
@@ -148,7 +153,7 @@ class Systems:
         self.kb.close()
 
 
-def table(title: str, metrics: dict[str, dict[str, float]], runs: dict, systems: Systems) -> None:
+def table(title: str, metrics: dict[str, dict[str, float]], runs: dict[str, Any], systems: Systems) -> None:
     names = list(runs)
     headers = ["metric", *names, "target (lexical / hybrid)", "kbkit", "hybrid"]
     rows = []

@@ -29,8 +29,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from _util import MachineWatch, cpu_seconds, data_dir, ms, print_table, unpack, verdict, write_project
 
@@ -84,12 +86,14 @@ class Run:
     """Spawn to the `indexing finished` boot line (first starts only)."""
 
 
-def _send(proc: subprocess.Popen[bytes], *messages: dict) -> None:
+def _send(proc: subprocess.Popen[bytes], *messages: dict[str, Any]) -> None:
+    assert proc.stdin is not None  # a PIPE
     proc.stdin.write(b"".join((json.dumps(m) + "\n").encode() for m in messages))
     proc.stdin.flush()
 
 
-def _reply(proc: subprocess.Popen[bytes], request_id: int, name: str) -> dict:
+def _reply(proc: subprocess.Popen[bytes], request_id: int, name: str) -> dict[str, Any]:
+    assert proc.stdout is not None  # a PIPE
     while True:  # skip notifications (list_changed while indexing) until our reply arrives
         line = proc.stdout.readline()
         if not line:
@@ -98,7 +102,8 @@ def _reply(proc: subprocess.Popen[bytes], request_id: int, name: str) -> dict:
         if message.get("id") == request_id:
             if "result" not in message:
                 raise SystemExit(f"{name}: error reply to request {request_id}: {line[:300]!r}")
-            return message["result"]
+            result: dict[str, Any] = message["result"]
+            return result
 
 
 def one_run(name: str, command: list[str], *, wait_indexed: bool = False) -> Run:
@@ -113,6 +118,7 @@ def one_run(name: str, command: list[str], *, wait_indexed: bool = False) -> Run
     if wait_indexed:
 
         def drain() -> None:
+            assert proc.stderr is not None  # a PIPE when waiting for the boot line
             for raw in proc.stderr:
                 stderr_lines.put((time.perf_counter(), raw.decode(errors="replace")))
 
@@ -133,7 +139,8 @@ def one_run(name: str, command: list[str], *, wait_indexed: bool = False) -> Run
                 if FINISHED in line:
                     run.indexed = at - started
                     break
-        proc.stdin.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
         proc.wait(timeout=30)
         return run
     finally:
@@ -179,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(cold / ".kbkit", ignore_errors=True)
             return one_run("kbkit first start", [kbkit, "serve", "--root", str(cold)], wait_indexed=True)
 
-        servers = {
+        servers: dict[str, Callable[[], Run]] = {
             "minimal SDK server": lambda: one_run("minimal", [sys.executable, str(minimal)]),
             "kbkit serve, first start (no index)": first_start,
             "kbkit serve, warm start (index current)": lambda: one_run(
@@ -195,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs[name].append(servers[name]())
 
     def median(name: str, field: str) -> float:
-        return statistics.median(getattr(run, field) for run in runs[name])
+        return float(statistics.median(getattr(run, field) for run in runs[name]))
 
     base = names[0]
     print(f"cpp-docs ({files:,} files): spawn -> reply, {args.runs} rotating runs each (medians)")

@@ -47,9 +47,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import kbkit_command, make_project  # noqa: E402
 from test_sync import CODEX_TOML, MCP_JSON, VSCODE_JSON, ZED_SETTINGS  # noqa: E402
 
+from kbkit.catalog.clients import CLIENTS  # noqa: E402
 from kbkit.config import load_settings  # noqa: E402
 from kbkit.sync import jsonc  # noqa: E402
-from kbkit.sync.clients import CLIENTS  # noqa: E402
 from kbkit.sync.planner import sync  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -349,7 +349,10 @@ def profile_library(root: Path, top: int) -> list[list[str]]:
     stream = io.StringIO()
     stats = pstats.Stats(profiler, stream=stream)
     rows = []
-    entries = sorted(stats.stats.items(), key=lambda item: item[1][3], reverse=True)  # cumulative
+    # `Stats.stats` is public in pstats but missing from its stubs; get_stats_profile() keys by bare
+    # function name, which would merge same-named functions of different files.
+    table = stats.stats  # type: ignore[attr-defined]
+    entries = sorted(table.items(), key=lambda item: item[1][3], reverse=True)  # cumulative
     seen = 0
     for (filename, line, name), (_, calls, _, cumulative, _) in entries:
         if "kbkit" not in filename and name not in ("run", "read_text", "loads", "get_template"):
@@ -371,7 +374,7 @@ def baseline_runs(tmp: Path, ref: str, runs: int) -> list[list[str]]:
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
     listing = (
         f"import sys; sys.path.insert(0, {str(tree)!r}); "
-        + "from kbkit.sync.clients import CLIENTS; print(*CLIENTS)"
+        + "from kbkit.catalog.clients import CLIENTS; print(*CLIENTS)"
     )
     theirs = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True, check=True)
     old_clients = [name for name in theirs.stdout.split() if name in CLIENTS]

@@ -44,27 +44,23 @@ def describe_scan(report: ScanReport) -> str:
 
 def boot_lines(
     settings: Settings,
-    documents: int,
     *,
     transport: str,
     tools: Iterable[str],
-    repaired: str | None = None,
     http: Iterable[str] = (),
     watching: bool = False,
     memory: str = "memory: off (not configured: add a [memory] section with url to kbkit.toml)",
     search: str = "",
 ) -> list[str]:
-    """What `kbkit serve` says before it answers; `documents` is what the index holds at start
-    (indexing runs in the background and says when it has finished)."""
+    """What `kbkit serve` says before it answers. The index is opened and brought up to date in
+    the background, which says what it found (a repair, then `indexing finished`)."""
     lines = [
         f"kbkit {__version__} (Python {platform.python_version()}), transport: {transport}",
         f"root: {settings.root}, kb folder: {_relative(settings)}",
     ]
     lines += list(http)
-    if repaired:
-        lines.append(f"index repaired: {repaired}")
     lines += [
-        f"index: {documents} documents so far; indexing in the background (a line says when it has finished)"
+        "index: brought up to date in the background (a line says when it has finished)"
         + ("; watching for changes" if watching else "; not watching (--no-watch or [kb] watch = false)"),
         f"parsers: {', '.join(settings.parsers)}",
         f"tools: {', '.join(tools) or 'none ([server] tools is empty)'}",
@@ -137,7 +133,7 @@ def check_python(ctx: Context) -> list[Finding]:
 
 
 def check_dependencies(ctx: Context) -> list[Finding]:
-    from kbkit.entry import missing_dependency, reinstall_hint
+    from kbkit.runtime import missing_dependency, reinstall_hint
 
     module = missing_dependency()
     if module is not None:
@@ -209,7 +205,7 @@ def check_index(ctx: Context) -> list[Finding]:
     try:
         rules = IgnoreRules.load(settings.kb_path, settings.exclude_dirs)
         stale = count_stale(store, settings.kb_path, Registry(settings.parsers), rules)
-        total = store.reader().execute("SELECT count(*) FROM documents").fetchone()[0]
+        total = store.count_documents()
         store.close()
     except KbkitError as exc:
         return [Finding("index", "fail", str(exc), "run kbkit index")]
@@ -302,7 +298,8 @@ def check_memory(ctx: Context) -> list[Finding]:
 def check_http(ctx: Context) -> list[Finding]:
     if ctx.settings is None:
         return []
-    from kbkit.server.http import TOKEN_VAR, is_loopback
+    from kbkit.catalog.clients import TOKEN_VAR
+    from kbkit.server.http import is_loopback, weak_token
 
     settings = ctx.settings
     token = settings.env.get(TOKEN_VAR)
@@ -318,12 +315,13 @@ def check_http(ctx: Context) -> list[Finding]:
                 )
             ]
         return _ok("http", f"{TOKEN_VAR} is not set; only `kbkit serve --http` needs it (stdio does not)")
-    if len(token) < 16:
+    weak = weak_token(token)
+    if weak:
         return [
             Finding(
                 "http",
                 "fail",
-                f"{TOKEN_VAR} is shorter than 16 characters",
+                weak,
                 "use a long random string, e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'",
             )
         ]
@@ -334,7 +332,7 @@ def check_remote(ctx: Context) -> list[Finding]:
     """How agents reach `[sync] remote_url`: the relay reads .env.local, a direct HTTP entry does not."""
     if ctx.settings is None:
         return []
-    from kbkit.sync.clients import DIRECT_HTTP, TOKEN_VAR
+    from kbkit.catalog.clients import DIRECT_HTTP, TOKEN_VAR
 
     settings = ctx.settings
     url = settings.sync_remote_url
@@ -380,12 +378,11 @@ def check_sync(ctx: Context) -> list[Finding]:
         report = sync(ctx.settings, mode="check")
     except KbkitError as exc:
         return [Finding("sync", "fail", str(exc), "fix the file it names, then run kbkit sync")]
-    problems = [p for p in report.problems if not p.startswith("skills: ")]
     steps = [Finding("sync", "ok", f"step in the agent: {step}") for step in report.caveats]
-    if problems:
+    if report.problems:  # the skills' own problems are the skills check's
         return [
             Finding("sync", "warn", problem, "run kbkit sync (kbkit sync --force for hand edits)")
-            for problem in problems
+            for problem in report.problems
         ] + steps
     return _ok("sync", f"{len(report.outcomes)} client configs fresh and ignored by git") + steps
 
@@ -395,7 +392,7 @@ def check_client_commands(ctx: Context) -> list[Finding]:
     environment is the most common break after a clone."""
     if ctx.settings is None:
         return []
-    from kbkit.sync.clients import CLIENTS
+    from kbkit.catalog.clients import CLIENTS
     from kbkit.sync.merge import ConfigText
 
     findings = []
@@ -570,7 +567,7 @@ def worst_status(findings: list[Finding]) -> str:
     return "fail" if "fail" in statuses else "warn" if "warn" in statuses else "ok"
 
 
-def doctor_report(findings: list[Finding]) -> dict:
+def doctor_report(findings: list[Finding]) -> dict[str, object]:
     """The `kbkit doctor --json` document (schema: docs/doctor.schema.json)."""
     return {
         "version": 1,

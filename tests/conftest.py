@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import signal
+import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import IO, TypeVar
 
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+T = TypeVar("T")
 
 ERAS = ["legacy", "auto"]
 """`legacy` runs the 2025-11-25 initialize handshake; `auto` discovers and speaks 2026-07-28."""
@@ -44,6 +52,18 @@ def make_project(
     (root / "docs").mkdir(exist_ok=True)
     write_files(root / "docs", SAMPLE_DOCS if files is None else files)
     return root
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: at least four workers even on two cores, since most tests spend their time waiting
+    on a server subprocess rather than computing (`-n 0` runs in one process)."""
+    return max(4, os.cpu_count() or 1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests (marked `slow`: a fresh virtualenv each) go first, so the workers run
+    them beside the rest instead of after it."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture
@@ -93,19 +113,87 @@ async def serve_stdio(
             yield c
 
 
+def document_text(result) -> str:  # noqa: ANN001 - an mcp CallToolResult
+    """The text a `get_document` result carries: its last text block (the first is the JSON of the rest)."""
+    return result.content[-1].text
+
+
+@asynccontextmanager
+async def serve_in_memory(
+    root: Path,
+    mode: str = "legacy",
+    *,
+    message_handler=None,  # noqa: ANN001 - the SDK's MessageHandlerFnT
+) -> AsyncIterator[Client]:
+    """The server `kbkit serve --root ROOT` builds, run in this process, with the real mcp client
+    connected over the SDK's memory transport: protocol behaviour without a process start.
+
+    Launching, stdio framing and boot lines are `serve_stdio`'s to test."""
+    from kbkit.config import load_settings
+    from kbkit.kb.base import KnowledgeBase
+    from kbkit.server.factory import create_server
+
+    settings = load_settings(root)
+    kb = KnowledgeBase.open(settings)
+    try:
+        kb.scan()
+        server = create_server(kb, watch=settings.watch)
+        async with Client(server, mode=mode, cache=None, message_handler=message_handler) as client:
+            yield client
+    finally:
+        kb.close()
+
+
 TEST_TOKEN = "test-token-0123456789abcdef"
 
 
-def free_port() -> int:
-    import socket
+def wait_until(predicate: Callable[[], T], timeout: float = 60.0, step: float = 0.05, what: str = "") -> T:
+    """Poll `predicate` until it returns something truthy; fail after a generous deadline.
 
+    The deadline is a bound on a hang, never a timing assertion: on a loaded machine it is simply
+    reached later."""
+    deadline = time.monotonic() + timeout
+    while not (result := predicate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {timeout} s: {what or predicate}")
+        time.sleep(step)
+    return result
+
+
+async def eventually(
+    predicate: Callable[[], Awaitable[T]], timeout: float = 60.0, step: float = 0.1, what: str = ""
+) -> T:
+    """`wait_until` for an async predicate."""
+    import anyio
+
+    deadline = time.monotonic() + timeout
+    while not (result := await predicate()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not within {timeout} s: {what or predicate}")
+        await anyio.sleep(step)
+    return result
+
+
+@contextmanager
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections for as long as the block runs.
+
+    The socket is bound but never listens: nothing else can take the port meanwhile, and a
+    connection to it is refused at once (no free-port race)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        yield sock.getsockname()[1]
+
+
+_LISTENING = re.compile(r"\] http: http://\S+:(\d+)/mcp ")
 
 
 class HttpServer:
-    """`kbkit serve --http` in a subprocess on a free loopback port."""
+    """`kbkit serve --http` in a subprocess on loopback.
+
+    Without `port` the server binds port 0 and reports the port it got, so no free port is guessed
+    (and raced for) beforehand; with `port` (a restart on the same address) a bind that fails
+    because the port is still held is retried."""
 
     def __init__(
         self,
@@ -115,33 +203,64 @@ class HttpServer:
         args: tuple[str, ...] = (),
         token: str | None = TEST_TOKEN,
         port: int | None = None,
+        open_files: tuple[int, int] | None = None,
     ) -> None:
-        import subprocess
-
-        self.port = port or free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.base = f"http://127.0.0.1:{self.port}"
+        """`open_files`: the (soft, hard) RLIMIT_NOFILE the server starts under."""
+        self.root = root
+        self.fixed_port = port
+        self.port = port or 0
         self.log_path = root / "http-stderr.log"
+        self._args = args
+        self._env = _child_env(token, env)
+        self._open_files = open_files
+        self._log: IO[str] | None = None
+        self._start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _start(self) -> None:
+        if self._log is not None:
+            self._log.close()
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [*kbkit_command(), "serve", "--http", "--root", str(root), "--port", str(self.port), *args],
+            [
+                *kbkit_command(),
+                *("serve", "--http", "--root", str(self.root), "--port", str(self.fixed_port or 0)),
+                *self._args,
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
-            env=_child_env(token, env),
+            env=self._env,
+            preexec_fn=(lambda: _limit_open_files(self._open_files)) if self._open_files else None,
         )
 
-    def wait_ready(self, timeout: float = 30.0) -> HttpServer:
-        import time
-
+    def wait_ready(self, timeout: float = 60.0) -> HttpServer:
+        """Wait (bounded) until this server, and not another on the same port, answers /healthz."""
         import httpx2
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                if "already in use" in self.stderr() and self.fixed_port:
+                    time.sleep(0.2)  # the port's previous holder is still letting go of it
+                    self._start()
+                    continue
                 raise RuntimeError(f"kbkit serve --http exited: {self.stderr()}")
+            if not self.fixed_port:
+                found = _LISTENING.search(self.stderr())
+                if found is None:
+                    time.sleep(0.05)
+                    continue
+                self.port = int(found.group(1))
             try:
-                if httpx2.get(f"{self.base}/healthz", timeout=1).status_code == 200:
+                if httpx2.get(f"{self.base}/healthz", timeout=5).status_code == 200:
                     return self
             except httpx2.TransportError:
                 time.sleep(0.05)
@@ -151,9 +270,6 @@ class HttpServer:
         return self.log_path.read_text()  # the child writes to the file itself; nothing is buffered here
 
     def stop(self) -> int:
-        import signal
-        import subprocess
-
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -161,8 +277,15 @@ class HttpServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=5)
-        self._log.close()
+        if self._log is not None:
+            self._log.close()
         return self.process.returncode
+
+
+def _limit_open_files(limits: tuple[int, int]) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, limits)
 
 
 def _child_env(token: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -181,6 +304,56 @@ def http_server(project: Path):
 
 def auth_headers(token: str = TEST_TOKEN) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+def legacy_session(url: str) -> dict[str, str]:
+    """A 2025-11-25 session opened over raw HTTP (initialize, initialized): the headers its requests carry."""
+    import httpx2
+
+    headers = {
+        **auth_headers(),
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    init = httpx2.post(
+        url,
+        headers=headers,
+        json={
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        timeout=30,
+    )
+    session = {
+        **headers,
+        "mcp-session-id": init.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert httpx2.post(url, headers=session, json=initialized, timeout=30).status_code == 202
+    return session
+
+
+def open_event_stream(
+    port: int, session: Mapping[str, str], receive_buffer: int | None = None
+) -> socket.socket:
+    """The session's notification stream (GET /mcp) on a raw socket, its response head read: open."""
+    sock = socket.socket()
+    if receive_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+    sock.connect(("127.0.0.1", port))
+    get = {**session, "accept": "text/event-stream", "host": f"127.0.0.1:{port}"}
+    sock.sendall(
+        ("GET /mcp HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in get.items()) + "\r\n").encode()
+    )
+    assert sock.recv(1024).startswith(b"HTTP/1.1 200")
+    return sock
 
 
 @asynccontextmanager

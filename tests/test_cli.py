@@ -19,9 +19,9 @@ from conftest import kbkit_command, make_project
 from typer.testing import CliRunner, Result
 
 from kbkit import __version__
+from kbkit.catalog.clients import CLIENTS
 from kbkit.cli import app
 from kbkit.errors import ExitCode
-from kbkit.sync.clients import CLIENTS
 
 runner = CliRunner()
 

@@ -169,7 +169,11 @@ def test_init_keeps_git_ignoring_the_right_paths(tmp_path: Path) -> None:
             "skills.mode",
             "'hardlink' is not allowed; use 'symlink' or 'copy'",
         ),
-        ('[skills]\nagents = ["claude-cod"]\n', "skills.agents", "unknown agent 'claude-cod' (did you mean 'claude-code'?)"),
+        (
+            '[skills]\nagents = ["claude-cod"]\n',
+            "skills.agents",
+            "unknown agent 'claude-cod' (did you mean 'claude-code'?)",
+        ),
         ('[sync]\nclients = ["cursr"]\n', "sync.clients", "unknown client 'cursr' (did you mean 'cursor'?)"),
         ('[sync]\nremote_url = "kb.internal/mcp"\n', "sync.remote_url", "is not an http(s) URL"),
         ('[sync]\nremote_url = "https://kb/mcp?token=abc"\n', "sync.remote_url", "put no token in the URL"),

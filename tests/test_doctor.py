@@ -192,6 +192,7 @@ def test_readme_troubleshooting_table_is_written_from_the_check_list() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # pip installing into a fresh virtualenv on a loaded machine
 def test_the_readme_run_command_works_in_a_clean_copy_with_a_fresh_virtualenv(tmp_path: Path) -> None:
     """The newcomer's path: the first README command, verbatim, in a copy of the repository."""
     readme = (REPO / "README.md").read_text()

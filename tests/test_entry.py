@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import kbkit_command
 
-from kbkit import entry
+from kbkit import entry, runtime
 from kbkit.errors import ExitCode
 
 
@@ -34,7 +34,7 @@ def _main_fails(capsys: pytest.CaptureFixture[str]) -> str:
 )
 def test_an_unsupported_platform_is_one_line_before_anything_else(breaks, named, monkeypatch, capsys) -> None:  # noqa: ANN001
     reached = []
-    monkeypatch.setattr(entry, "missing_dependency", lambda: reached.append("deps"))
+    monkeypatch.setattr(runtime, "missing_dependency", lambda: reached.append("deps"))
     breaks(monkeypatch)
     err = _main_fails(capsys)
     monkeypatch.undo()
@@ -44,11 +44,11 @@ def test_an_unsupported_platform_is_one_line_before_anything_else(breaks, named,
 
 
 def test_this_platform_is_supported() -> None:
-    assert entry.unsupported_platform() is None
+    assert runtime.unsupported_platform() is None
 
 
 def test_a_missing_dependency_names_the_package_index_name_and_this_interpreter(monkeypatch, capsys) -> None:  # noqa: ANN001
-    monkeypatch.setattr(entry, "REQUIRED", ("kbkit_no_such_module",))
+    monkeypatch.setattr(runtime, "REQUIRED", ("kbkit_no_such_module",))
     err = _main_fails(capsys)
     assert err == (
         "kbkit: error: dependencies not installed: kbkit_no_such_module - run: "

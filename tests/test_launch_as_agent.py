@@ -28,10 +28,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from kbkit.catalog.clients import CLIENTS
+from kbkit.catalog.clients import Client as ClientRow
 from kbkit.diagnostics import Finding, run_checks
 from kbkit.sync import jsonc
-from kbkit.sync.clients import CLIENTS
-from kbkit.sync.clients import Client as ClientRow
 from kbkit.sync.render import token_reference
 
 AGENT_PATH = "/usr/bin:/bin"
@@ -42,7 +42,8 @@ CONCURRENT_LAUNCHES = 6
 EXPECTED_HIT = "adr/0001-guards.md"
 QUERY = "guard sequence"
 
-pytestmark = pytest.mark.anyio
+# the synced projects and the shared server are built once, by one worker:
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("launch-as-agent")]
 
 
 # -- how each agent reads its file -------------------------------------------------------------

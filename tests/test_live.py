@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import mcp.types as types
 import pytest
-from conftest import ERAS, kbkit_command, make_project, serve_stdio
+from conftest import ERAS, document_text, eventually, kbkit_command, make_project, serve_stdio
 from mcp import Client
 
 pytestmark = pytest.mark.anyio
@@ -33,7 +33,7 @@ class Inbox:
             self._changed.set()
             self._changed = anyio.Event()
 
-    async def wait_for(self, kind: type, uri: str | None = None, timeout: float = 10.0) -> float:
+    async def wait_for(self, kind: type, uri: str | None = None, timeout: float = 60.0) -> float:
         started = time.monotonic()
         with anyio.fail_after(timeout):
             while not any(isinstance(n, kind) and (uri is None or n.params.uri == uri) for n in self.seen):
@@ -54,30 +54,30 @@ async def test_both_eras_advertise_subscriptions_and_list_changes(project: Path)
 
 
 @pytest.mark.filterwarnings("ignore:resources/subscribe is removed")  # the 2025-11-25 API, on purpose
-async def test_a_subscribed_legacy_client_hears_an_edit_within_two_seconds(project: Path) -> None:
+async def test_a_subscribed_legacy_client_hears_an_edit(project: Path) -> None:
+    """How soon is bench/live.py's to measure; here, that the notification comes at all."""
     inbox = Inbox()
     async with serve_stdio(project, "legacy", message_handler=inbox.handler) as client:
+        await uris(client)  # the start-up scan is over: what follows is the edit's own notification
+        inbox.seen.clear()
         await client.session.subscribe_resource("kb://doc/notes.txt")
-        started = time.monotonic()
         (project / "docs" / "notes.txt").write_text("Rewritten notes about checkpoints.\n")
-        await inbox.wait_for(types.ResourceUpdatedNotification, "kb://doc/notes.txt", timeout=10)
-        assert time.monotonic() - started < 2.0
+        await inbox.wait_for(types.ResourceUpdatedNotification, "kb://doc/notes.txt")
         text = (await client.read_resource("kb://doc/notes.txt")).contents[0].text
         assert "checkpoints" in text
 
 
-async def test_a_modern_listener_hears_an_edit_within_two_seconds(project: Path) -> None:
-    async with (
-        serve_stdio(project, "auto") as client,
-        client.listen(resource_subscriptions=["kb://doc/notes.txt"]) as subscription,
-    ):
-        started = time.monotonic()
-        (project / "docs" / "notes.txt").write_text("Rewritten notes about checkpoints.\n")
-        with anyio.fail_after(10):
-            async for event in subscription:
-                if getattr(event, "uri", None) == "kb://doc/notes.txt":
-                    break
-        assert time.monotonic() - started < 2.0
+async def test_a_modern_listener_hears_an_edit(project: Path) -> None:
+    async with serve_stdio(project, "auto") as client:
+        await uris(client)  # the start-up scan is over: what follows is the edit's own notification
+        async with client.listen(resource_subscriptions=["kb://doc/notes.txt"]) as subscription:
+            (project / "docs" / "notes.txt").write_text("Rewritten notes about checkpoints.\n")
+            with anyio.fail_after(60):
+                async for event in subscription:
+                    if getattr(event, "uri", None) == "kb://doc/notes.txt":
+                        break
+            text = (await client.read_resource("kb://doc/notes.txt")).contents[0].text
+            assert "checkpoints" in text
 
 
 @pytest.mark.parametrize("mode", ERAS)
@@ -108,14 +108,14 @@ async def test_create_delete_rename_and_ignore_each_change_the_listing(project: 
         else:
             async with client.listen(resources_list_changed=True) as subscription:
                 (docs / ".kbignore").write_text("runbooks/\n")
-                with anyio.fail_after(10):
+                with anyio.fail_after(60):
                     async for _event in subscription:
                         break
         assert "kb://doc/runbooks/deploy.rst" not in await uris(client)
         hits = (await client.call_tool("search", {"query": "blue green"})).structured_content["results"]
         assert hits == []
         still = await client.call_tool("get_document", {"path": "runbooks/deploy.rst"})
-        assert not still.is_error and "blue green" in still.structured_content["text"]
+        assert not still.is_error and "blue green" in document_text(still)
 
 
 async def test_narrowing_parsers_in_kbkit_toml_is_applied_while_serving(project: Path) -> None:
@@ -131,14 +131,17 @@ async def test_narrowing_parsers_in_kbkit_toml_is_applied_while_serving(project:
 async def test_with_no_watch_edits_wait_for_the_next_index(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\nwatch = false\n')
     async with serve_stdio(root) as client:
+        await uris(client)  # waits for the start-up scan: late.md comes after it
         (root / "docs" / "late.md").write_text("# Late\n")
-        await anyio.sleep(1.5)
+        await anyio.sleep(1.5)  # a watcher, were one running, would have picked it up by now
         assert "kb://doc/late.md" not in await uris(client)
         subprocess.run([*kbkit_command(), "index", "--root", str(root)], check=True, capture_output=True)
         # another process indexed: this server notices the commit and serves it
-        with anyio.fail_after(10):
-            while "kb://doc/late.md" not in await uris(client):
-                await anyio.sleep(0.2)
+
+        async def served() -> bool:
+            return "kb://doc/late.md" in await uris(client)
+
+        await eventually(served, what="the other process's index to be served")
     assert "not watching" in (root / "serve-stderr.log").read_text()
 
 
@@ -148,6 +151,8 @@ async def test_four_servers_share_one_index_while_a_fifth_process_edits_200_file
     )
     errors: list[str] = []
     done = anyio.Event()
+    searches = [0] * 4
+    """How many searches each agent has finished."""
 
     async def agent(n: int, seen: dict[int, set[str]]) -> None:
         async with serve_stdio(root, stderr_path=tmp_path / f"serve-{n}.log") as client:
@@ -155,8 +160,9 @@ async def test_four_servers_share_one_index_while_a_fifth_process_edits_200_file
                 result = await client.call_tool("search", {"query": "version page", "limit": 5})
                 if result.is_error:
                     errors.append(result.content[0].text)
-                await anyio.sleep(0.05)
-            with anyio.fail_after(30):  # converge: every server sees every edit
+                searches[n] += 1
+                await anyio.sleep(0.05)  # a pace, not a wait for something
+            with anyio.fail_after(60):  # converge: every server sees every edit
                 while True:
                     hits = await client.call_tool(
                         "search", {"query": "edited", "limit": 100, "max_tokens": 100000}
@@ -170,20 +176,30 @@ async def test_four_servers_share_one_index_while_a_fifth_process_edits_200_file
     async with anyio.create_task_group() as group:
         for n in range(4):
             group.start_soon(agent, n, seen)
-        await anyio.sleep(3)  # all four up and searching
+        await eventually(all_searching(searches), what="all four servers up and searching")
         await anyio.to_thread.run_sync(
             lambda: subprocess.run(
                 [sys_python(), "-c", _EDITOR.format(root=str(root / "docs" / "topic"))],
                 check=True,
-                timeout=60,
+                timeout=120,
             )
         )
-        await anyio.sleep(1)
+        await eventually(all_searching(searches), what="every server searching after the edits")
         done.set()
     assert errors == []
     assert len({frozenset(paths) for paths in seen.values()}) == 1 and len(seen[0]) == 100
     for n in range(4):
         assert "database is locked" not in (tmp_path / f"serve-{n}.log").read_text()
+
+
+def all_searching(searches: list[int]):  # noqa: ANN201 - an async predicate for eventually()
+    """A predicate: every agent has finished two more searches since this was made."""
+    start = list(searches)
+
+    async def check() -> bool:
+        return all(now >= then + 2 for now, then in zip(searches, start, strict=True))
+
+    return check
 
 
 _EDITOR = """
@@ -265,9 +281,15 @@ async def test_a_watcher_that_cannot_run_is_reported_and_the_server_keeps_servin
 
     monkeypatch.setattr(live, "_watch", broken_watch)
     try:
-        with anyio.move_on_after(1.5):
-            await live.run()  # the monitor keeps running; only the watcher stopped
-        assert any(line.startswith("index: watching stopped (OSError") for line in lines), lines
+        async with anyio.create_task_group() as group:
+            group.start_soon(live.run)
+
+            async def reported() -> bool:
+                return any(line.startswith("index: watching stopped (OSError") for line in lines)
+
+            # the monitor keeps running (a crash would end the task group); only the watcher stopped
+            await eventually(reported, what=f"the watcher's failure to be reported: {lines}")
+            group.cancel_scope.cancel()
     finally:
         kb.close()
 
@@ -296,9 +318,14 @@ async def test_an_index_that_breaks_while_serving_pauses_notifications_without_a
 
     monkeypatch.setattr(kb.store, "data_version", flaky)
     try:
-        with anyio.move_on_after(1.8):
-            await live.run()
-        assert calls["n"] >= 3  # the monitor kept polling after the first failure
+        async with anyio.create_task_group() as group:
+            group.start_soon(live.run)
+
+            async def polled_on() -> bool:
+                return calls["n"] >= 3  # the monitor kept polling after the first failure
+
+            await eventually(polled_on, what="the monitor to poll again after a failure")
+            group.cancel_scope.cancel()
         paused = [line for line in lines if "notifications paused" in line]
         assert paused == [  # said once, however often the monitor met it
             "index: change notifications paused (cannot open the index: disk I/O error); "
@@ -600,7 +627,7 @@ async def test_a_server_stopped_mid_build_keeps_what_it_indexed_and_the_next_sta
     assert not lines.finished.is_set()
     kb = open_kb(root)
     try:
-        indexed = kb.document_count()
+        indexed = kb.store.reader().execute("SELECT count(*) FROM documents").fetchone()[0]
         assert 20 <= indexed < 90
         report = kb.scan()
         assert report.interrupted is None  # a stop is not a crash: nothing to repair
@@ -629,3 +656,27 @@ async def test_kbkit_serve_answers_initialize_before_indexing_a_fresh_large_kb_f
         data = await search(client, "filler")
         assert "note" not in data and len(data["results"]) == 100
     assert "[kbkit] indexing finished: 4000 documents in " in log.read_text()
+
+
+async def test_a_server_answers_before_it_opens_the_index_and_says_when_the_index_cannot_be_opened(
+    tmp_path: Path,
+) -> None:
+    """The index file is checked, created or rebuilt in the background (a large index takes a
+    while to check); a project where it cannot be made still answers, and every kb request says why."""
+    from kbkit.config import load_settings
+    from kbkit.kb.base import KnowledgeBase
+    from kbkit.server.factory import create_server
+
+    root = make_project(tmp_path / "p", PAGES)
+    (root / ".kbkit").write_text("a file where the index folder should be\n")
+    kb = KnowledgeBase.open(load_settings(root), deferred=True)
+    assert not (root / ".kbkit").is_dir()  # nothing touched yet
+    lines = Lines()
+    try:
+        async with Client(create_server(kb, watch=False, report=lines), mode="legacy") as client:
+            assert [t.name for t in (await client.list_tools()).tools] == ["search", "get_document"]
+            result = await client.call_tool("search", {"query": "widgets"})
+            assert result.is_error and "cannot create" in result.content[0].text
+    finally:
+        kb.close()
+    assert any(line.startswith("index: cannot create ") for line in lines.seen), lines.seen

@@ -26,8 +26,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from kbkit import DISTRIBUTION, __version__
-from kbkit.entry import OPTIONAL, REQUIRED
+from kbkit.runtime import OPTIONAL, REQUIRED
 from kbkit.shipped import IN_REPOSITORY
+
+# one worker builds the sdist, the wheel and the virtualenv, once:
+pytestmark = pytest.mark.xdist_group("wheel")
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "kbkit"
@@ -154,7 +157,7 @@ def test_every_imported_distribution_is_declared_and_checked_at_start() -> None:
     }
     assert not undeclared, f"imported by kbkit but not in [project] dependencies: {undeclared}"
     assert imported == set(REQUIRED) | set(OPTIONAL), (
-        "kbkit/entry.py REQUIRED must name every imported module"
+        "kbkit/runtime.py REQUIRED must name every imported module"
     )
 
 

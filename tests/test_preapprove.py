@@ -10,9 +10,9 @@ from pathlib import Path
 
 from conftest import make_project
 
+from kbkit.catalog.clients import CLIENTS
 from kbkit.config import load_settings
 from kbkit.sync import jsonc
-from kbkit.sync.clients import CLIENTS
 from kbkit.sync.planner import sync
 from kbkit.sync.preapprove import grants
 from kbkit.sync.render import kbkit_command

@@ -4,6 +4,7 @@ and its tables of config keys and exit codes are the ones the code writes."""
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 from typer.main import get_command
@@ -32,6 +33,17 @@ def test_readme_has_exactly_two_setup_commands_run_and_test() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     _, test = setup_commands()
     assert test in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_ci_fails_on_ruff_or_strict_mypy_before_running_the_suite() -> None:
+    _, test = setup_commands()
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert "set -euo pipefail" in lines
+    ruff = lines.index(".venv/bin/ruff check kbkit tests bench")
+    mypy = lines.index(".venv/bin/mypy")
+    assert ruff < lines.index(test) and mypy < lines.index(test)
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]
+    assert config["strict"] is True and "kbkit" in config["files"]
 
 
 def test_every_command_in_the_readme_table_exists() -> None:

@@ -23,6 +23,9 @@ from typing import Any
 import pytest
 from conftest import TEST_TOKEN, HttpServer, kbkit_command, make_project
 
+# the Inspector and the shared server are set up once, by one worker:
+pytestmark = pytest.mark.xdist_group("real-clients")
+
 INSPECTOR_VAR = "KBKIT_INSPECTOR"
 PACKAGE = "@modelcontextprotocol/inspector"
 MIN_NODE = (22, 19)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TEST_TOKEN, HttpServer, free_port, kbkit_command, make_project
+from conftest import TEST_TOKEN, HttpServer, closed_port, kbkit_command, make_project, wait_until
 
 DEADLINE = 60.0
 """Generous: every wait here is bounded, none is a timing assertion."""
@@ -149,10 +149,7 @@ def found_paths(answer: dict[str, Any]) -> list[str]:
 
 def search(relay: Relay) -> list[str]:
     """The search's hits, asked again while it finds nothing (a server may still be indexing at start)."""
-    deadline = time.monotonic() + DEADLINE
-    while not (paths := found_paths(relay.request("tools/call", SEARCH))) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return paths
+    return wait_until(lambda: found_paths(relay.request("tools/call", SEARCH)), DEADLINE, 0.1, "a search hit")
 
 
 def test_the_relay_exits_soon_after_stdin_closes_and_says_nothing(server: HttpServer, start_relay) -> None:
@@ -164,11 +161,12 @@ def test_the_relay_exits_soon_after_stdin_closes_and_says_nothing(server: HttpSe
 
 
 def test_with_nothing_listening_initialize_gets_a_clear_error_and_stdin_closing_ends_it(start_relay) -> None:
-    url = f"http://127.0.0.1:{free_port()}/mcp"
-    relay = start_relay(url)
-    message = relay.handshake()["error"]["message"]
-    assert url in message and "connection refused" in message and "tries again" in message
-    relay.finish("nothing listening")
+    with closed_port() as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        relay = start_relay(url)
+        message = relay.handshake()["error"]["message"]
+        assert url in message and "connection refused" in message and "tries again" in message
+        relay.finish("nothing listening")
     lines = relay.lines()
     assert len(lines) == 1 and url in lines[0] and "connection refused" in lines[0], lines
 
@@ -207,9 +205,9 @@ def test_no_token_anywhere_is_said_at_start_and_in_the_refusal(
 
 
 def test_a_server_that_starts_later_is_reached_at_the_next_request(served: Path, start_relay) -> None:
-    port = free_port()
-    relay = start_relay(f"http://127.0.0.1:{port}/mcp")
-    assert "connection refused" in relay.handshake()["error"]["message"]
+    with closed_port() as port:  # held until the server takes it
+        relay = start_relay(f"http://127.0.0.1:{port}/mcp")
+        assert "connection refused" in relay.handshake()["error"]["message"]
     server = HttpServer(served, port=port).wait_ready()
     try:
         assert "result" in relay.handshake()
@@ -310,10 +308,7 @@ def test_stdin_closing_ends_the_relay_even_while_a_hung_server_holds_a_request(s
     try:
         relay = start_relay(hung.url)
         relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
-        deadline = time.monotonic() + DEADLINE
-        while not hung.held and time.monotonic() < deadline:  # wait until the request is held
-            time.sleep(0.05)
-        assert hung.held, relay.stderr()
+        wait_until(lambda: hung.held, DEADLINE, what=f"the request to be held: {relay.stderr()}")
         relay.finish("a request held by a hung server")
     finally:
         hung.close()

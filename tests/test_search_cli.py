@@ -32,7 +32,11 @@ def test_files_changed_since_indexing_are_indexed_before_searching(project: Path
 
 def test_scores_descend_from_one_and_folded_copies_are_named(tmp_path: Path) -> None:
     page = "# df\n\n> Show free disk space.\n\n- {0}\n"
-    files = {"common/df.md": page.format("all"), "linux/df.md": page.format("inodes"), "du.md": "# du\n\ndisk use\n"}
+    files = {
+        "common/df.md": page.format("all"),
+        "linux/df.md": page.format("inodes"),
+        "du.md": "# du\n\ndisk use\n",
+    }
     root = make_project(tmp_path / "p", files)
     result = run("search", "free disk space", "--root", str(root))
     lines = result.stdout.splitlines()

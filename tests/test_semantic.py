@@ -76,11 +76,16 @@ def test_a_model_folder_without_model_files_is_reported_with_the_fix(tmp_path: P
     config = HYBRID + 'model = "models/missing"\n'
     root = make_project(tmp_path / "p", DOCS, config=config)
     result = subprocess.run(
-        [*kbkit_command(), "doctor", "--json", "--root", str(root)], capture_output=True, text=True, timeout=120
+        [*kbkit_command(), "doctor", "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     (finding,) = [f for f in json.loads(result.stdout)["checks"] if f["check"] == "search"]
     assert finding["status"] == "warn"
-    assert "models/missing" in finding["finding"] and "needs model.onnx and tokenizer.json" in finding["finding"]
+    assert (
+        "models/missing" in finding["finding"] and "needs model.onnx and tokenizer.json" in finding["finding"]
+    )
 
 
 @pytest.fixture
@@ -122,7 +127,9 @@ def test_only_changed_documents_are_embedded_again(hybrid_kb: KnowledgeBase) -> 
     assert hybrid_kb.embed().embedded == 0
 
     docs = Path(hybrid_kb.settings.kb_path)
-    (docs / "release.md").write_text("# Releases\n\nCut a release branch, then deploy it.\n", encoding="utf-8")
+    (docs / "release.md").write_text(
+        "# Releases\n\nCut a release branch, then deploy it.\n", encoding="utf-8"
+    )
     (docs / "oncall.md").unlink()
     hybrid_kb.scan()
     again = hybrid_kb.embed()

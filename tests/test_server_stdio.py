@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ERAS, make_project, serve_stdio
+from conftest import ERAS, document_text, make_project, serve_stdio
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +53,8 @@ async def test_get_document_reads_any_registered_file_and_reports_size(project: 
         result = await client.call_tool("get_document", {"path": "private/secret-plan.md"})
         assert not result.is_error, result.content
         data = result.structured_content
-        assert data["text"] == "# Plan\n\nignored but readable\n"
+        assert document_text(result) == "# Plan\n\nignored but readable\n"
+        assert json.loads(result.content[0].text) == data  # the JSON of the rest, for clients that read text
         assert data["media_type"] == "text/markdown"
         assert data["truncated"] is False
         assert data["size"] == len(b"# Plan\n\nignored but readable\n")
@@ -157,7 +158,7 @@ async def test_boot_lines_go_to_stderr_and_name_what_was_indexed(project: Path, 
     text = "\n".join(lines)
     assert "transport: stdio" in text
     assert f"root: {project.resolve()}" in text
-    assert "index: 0 documents so far; indexing in the background" in text
+    assert "index: brought up to date in the background" in text
     assert "parsers: md, markdown, txt, rst, pdf" in text
     assert "memory: off" in text
     finished = next(line for line in lines if "indexing finished:" in line)

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import kbkit_command
 from skills_helpers import commit_all, git, new_project, write_skill
+from typer.testing import CliRunner
 
+from kbkit.cli import app
 from kbkit.config import load_settings
 from kbkit.errors import ConfigError
 from kbkit.skills.files import folder_hash
@@ -34,11 +36,17 @@ def skill_repo(tmp_path: Path) -> Path:
     return repo
 
 
+def add_skill(root: Path, *args: str) -> None:
+    """`kbkit skills add ...` in-process: the library call, then the managed .gitignore block."""
+    result = CliRunner().invoke(app, ["skills", "add", *args, "--root", str(root)])
+    assert result.exit_code == 0, result.output
+
+
 def test_a_local_skill_is_pinned_in_npx_key_order_installed_and_linked_relatively(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(root / "skill-sources" / "kb-usage")
     settings = load_settings(root)
-    add(settings, "skill-sources/kb-usage")
+    add_skill(root, "skill-sources/kb-usage")
     text = (root / "skills-lock.json").read_text()
     assert json.loads(text) == {
         "version": 1,
@@ -92,9 +100,8 @@ def test_a_second_clone_restores_exactly_the_same_install_from_the_lock(tmp_path
     source = skill_repo(tmp_path)
     root = new_project(tmp_path, agents='["claude-code", "kiro-cli"]')
     write_skill(root / "skill-sources" / "kb-usage")
-    settings = load_settings(root)
-    add(settings, "skill-sources/kb-usage")
-    add(settings, str(source), skills=["deploy-checklist"], ref="v1")
+    add_skill(root, "skill-sources/kb-usage")
+    add_skill(root, str(source), "--skill", "deploy-checklist", "--ref", "v1")
     commit_all(root, "kb")
     clone = tmp_path / "clone"
     git("clone", "-q", str(root), str(clone), cwd=tmp_path)
@@ -269,8 +276,8 @@ def test_npx_agent_names_are_aliases_and_unknown_ones_name_the_nearest(tmp_path:
 
 
 def test_every_agent_kbkit_syncs_for_has_its_skill_folder_or_says_it_has_none() -> None:
-    from kbkit.skills.agents import AGENTS
-    from kbkit.sync.clients import CLIENTS
+    from kbkit.catalog.agents import AGENTS
+    from kbkit.catalog.clients import CLIENTS
 
     assert set(CLIENTS) <= set(AGENTS)
     assert (
@@ -405,3 +412,24 @@ def test_global_installs_the_locked_skills_into_the_users_own_folders(
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "elsewhere"))
     refused = run_kbkit("skills", "install", "--global", root=root)
     assert refused.returncode == 2 and "is outside your home folder" in refused.stderr
+
+
+def test_a_skill_file_over_the_text_cap_is_cut_with_the_notice_in_bytes(tmp_path: Path) -> None:
+    from kbkit.kb.documents import TEXT_CAP
+    from kbkit.server.skills import SkillShelf
+
+    root = new_project(tmp_path)
+    write_skill(root / "skill-sources" / "kb-usage")
+    big = (
+        "é" * (TEXT_CAP // 2) + "tail"
+    )  # two bytes a character: the cut falls past TEXT_CAP characters' worth
+    (root / "skill-sources" / "kb-usage" / "references" / "big.md").write_text(big)
+    add(load_settings(root), "skill-sources/kb-usage")
+    text = SkillShelf(root).read("skill://kb-usage/references/big.md").contents[0].text
+    shown, _, notice = text.partition("\n\n[kbkit: TRUNCATED. ")
+    assert shown == big[: TEXT_CAP // 2] and "tail" not in shown
+    total = len(big.encode())
+    assert notice == (
+        f"references/big.md of skill 'kb-usage' is {total} bytes; only the first {TEXT_CAP} bytes are shown. "
+        "The whole file is .agents/skills/kb-usage/references/big.md in the project.]"
+    )

@@ -55,7 +55,11 @@ CASES: list[tuple[str, str, str]] = [
     ("missing-name", "demo", "---\n" + D + "---\n"),
     ("missing-description", "demo", "---\nname: demo\n---\n"),
     ("tab-indent", "demo", "---\nname: demo\n\tdescription: t\n---\n"),
-    ("license-and-tools", "demo", "---\nname: demo\n" + D + "license: MIT\nallowed-tools: Bash(git:*) Read\n---\n"),
+    (
+        "license-and-tools",
+        "demo",
+        "---\nname: demo\n" + D + "license: MIT\nallowed-tools: Bash(git:*) Read\n---\n",
+    ),
 ]
 
 
@@ -92,7 +96,9 @@ def test_validate_reports_every_skill_below_a_folder_with_all_their_errors(tmp_p
     for case, folder, text in CASES[:8]:
         make(tmp_path / "tree", case, folder, text)
     result = subprocess.run(
-        [*kbkit_command(), "skills", "validate", str(tmp_path / "tree"), "--json"], capture_output=True, text=True
+        [*kbkit_command(), "skills", "validate", str(tmp_path / "tree"), "--json"],
+        capture_output=True,
+        text=True,
     )
     report = json.loads(result.stdout)
     assert result.returncode == 1

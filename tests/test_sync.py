@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from conftest import kbkit_command, make_project
 
+from kbkit.catalog.clients import CLIENTS
 from kbkit.config import load_settings
 from kbkit.errors import SyncRefused
 from kbkit.sync import jsonc, render
-from kbkit.sync.clients import CLIENTS
 from kbkit.sync.planner import sync
 from kbkit.sync.render import token_reference
 

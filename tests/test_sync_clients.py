@@ -12,8 +12,8 @@ from pathlib import Path
 from conftest import kbkit_command, make_project
 from test_sync import read_entry
 
+from kbkit.catalog.clients import CLIENTS, START_UP_SECONDS, clients_table
 from kbkit.config import load_settings
-from kbkit.sync.clients import CLIENTS, START_UP_SECONDS, clients_table
 from kbkit.sync.planner import sync
 
 REPO = Path(__file__).resolve().parents[1]

@@ -21,10 +21,13 @@ def stderr_line(line: str) -> None:
     typer.echo(f"[kbkit] {line}", err=True)
 
 
-def open_kb(root: Path | None, *, deep: bool = False) -> tuple[Settings, KnowledgeBase]:
-    """`deep`: also check (and repair) the full-text index itself, as `kbkit index` does."""
+def open_kb(
+    root: Path | None, *, deep: bool = False, deferred: bool = False
+) -> tuple[Settings, KnowledgeBase]:
+    """`deep`: also check (and repair) the full-text index itself, as `kbkit index` does.
+    `deferred`: leave opening the index file to `KnowledgeBase.prepare()` (the server's background)."""
     from kbkit.config import load_settings
     from kbkit.kb.base import KnowledgeBase
 
     settings = load_settings(root)
-    return settings, KnowledgeBase.open(settings, deep=deep)
+    return settings, KnowledgeBase.open(settings, deep=deep, deferred=deferred)

@@ -42,7 +42,7 @@ def index(
         if embedded is not None:
             typer.echo(f"search: hybrid, {embedded.total} of {report.documents} documents embedded")
         if skipped:
-            for path, reason in kb.store.reader().execute("SELECT path, reason FROM skipped ORDER BY path"):
+            for path, reason in kb.store.skipped():
                 typer.echo(f"  skipped {path}: {reason}")
             for path, size in kb.store.reader().execute(partly_indexed_sql()):
                 typer.echo(f"  indexed in part {path}: {size} bytes of text, {describe_cap()}")

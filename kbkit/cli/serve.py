@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -13,7 +14,9 @@ def serve(
     root: RootOption = None,
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str | None, typer.Option("--host", help="HTTP bind address.")] = None,
-    port: Annotated[int | None, typer.Option("--port", help="HTTP port ([server.http] port).")] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="HTTP port ([server.http] port); 0 picks a free one.")
+    ] = None,
     no_watch: Annotated[bool, typer.Option("--no-watch", help="Do not reindex as files change.")] = False,
 ) -> None:
     """Serve the kb to agents: over stdio (what agents' configs run), or over HTTP with --http."""
@@ -22,7 +25,7 @@ def serve(
     from kbkit.diagnostics import boot_lines, memory_line, run_checks
     from kbkit.server.factory import create_server
 
-    settings, kb = open_kb(root)
+    settings, kb = open_kb(root, deferred=True)  # the index is opened in the background (docs/adr/0012)
     sock = None
     try:
         plan = None
@@ -31,15 +34,16 @@ def serve(
 
             plan = plan_http(settings, host, port)
             sock = bind(plan)  # before any line says the server is up
+            # with --port 0 the system picked the port: the boot line names it, so whoever
+            # started the server learns its address without guessing a free port (and racing for it)
+            plan = replace(plan, port=sock.getsockname()[1])
         attach_memory = plan is None or settings.http.memory
         watch = settings.watch and not no_watch
         server = create_server(kb, attach_memory=attach_memory, watch=watch, report=stderr_line)
         lines = boot_lines(
             settings,
-            kb.document_count(),
             transport="http" if plan else "stdio",
             tools=settings.server_tools,
-            repaired=kb.store.repaired,
             http=plan.describe() if plan else (),
             watching=watch,
             memory=memory_line(settings, server.memory, over_http=plan is not None),
@@ -54,7 +58,7 @@ def serve(
         for line in lines:
             typer.echo(line, err=True)
         try:
-            if plan is not None:
+            if plan is not None and sock is not None:  # bound together above
                 from kbkit.server.http import serve_http
 
                 anyio.run(serve_http, server, plan, sock)

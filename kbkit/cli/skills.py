@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 import typer
 
@@ -62,12 +62,30 @@ def _print_report(report: SkillsReport, as_json: bool = False) -> None:
             typer.echo(form.format(line), err=err)
 
 
-def _run(call: Callable[[], SkillsReport], as_json: bool = False) -> None:
-    """Run a skills operation and print its report; something refused or failed is bad input (exit 2)."""
+def _run(call: Callable[[], SkillsReport], as_json: bool = False, *, changes: Settings | None = None) -> None:
+    """Run a skills operation and print its report; something refused or failed is bad input (exit 2).
+
+    `changes`: the operation changes the project's skill folders, so the managed .gitignore block
+    (kbkit/sync/gitignore.py, above the skills kit) is rewritten for them."""
     report = call()
+    if changes is not None:
+        from kbkit.sync.gitignore import refresh
+
+        refresh(changes)
     _print_report(report, as_json)
     if report.refused or report.problems:
         raise typer.Exit(code=ExitCode.BAD_INPUT)
+
+
+class SkillRow(TypedDict):
+    """One skill in `kbkit skills list --json` (keys spelled as in skills-lock.json)."""
+
+    name: str
+    sourceType: str
+    source: str
+    ref: str | None
+    computedHash: str
+    state: str
 
 
 @app.command("list")
@@ -78,7 +96,7 @@ def skills_list(root: RootOption = None, as_json: JsonOption = False) -> None:
 
     settings = _settings(root)
     lock = read_lock(settings.root)
-    rows = [
+    rows: list[SkillRow] = [
         {
             "name": name,
             "sourceType": entry.source_type,
@@ -122,9 +140,10 @@ def skills_add(
     """Pin skills from a source in skills-lock.json (at the commit fetched) and install them."""
     from kbkit.skills.install import add
 
+    settings = _settings(root)
     _run(
         lambda: add(
-            _settings(root),
+            settings,
             source,
             skills=skill or (),
             all_skills=all_skills,
@@ -132,6 +151,7 @@ def skills_add(
             list_only=list_only,
         ),
         as_json,
+        changes=None if list_only else settings,
     )
 
 
@@ -140,7 +160,8 @@ def skills_remove(name: str, root: RootOption = None, as_json: JsonOption = Fals
     """Unpin a skill and remove its installed copies (changed copies are moved to .kbkit/backups)."""
     from kbkit.skills.install import remove
 
-    _run(lambda: remove(_settings(root), name), as_json)
+    settings = _settings(root)
+    _run(lambda: remove(settings, name), as_json, changes=settings)
 
 
 @app.command("install")
@@ -158,7 +179,12 @@ def skills_install(
     """Restore every locked skill into .agents/skills and each configured agent's folder, verifying hashes."""
     from kbkit.skills.install import install
 
-    _run(lambda: install(_settings(root), update=update, prune=prune, global_=global_), as_json)
+    settings = _settings(root)
+    _run(
+        lambda: install(settings, update=update, prune=prune, global_=global_),
+        as_json,
+        changes=None if global_ else settings,
+    )
 
 
 @app.command("check")
@@ -181,7 +207,8 @@ def skills_update(
     """Fetch each source again (its branch or tag, else the default branch), repin and reinstall."""
     from kbkit.skills.install import update
 
-    _run(lambda: update(_settings(root), name), as_json)
+    settings = _settings(root)
+    _run(lambda: update(settings, name), as_json, changes=settings)
     if not as_json:
         typer.echo("skills: update done")
 
@@ -215,7 +242,7 @@ def skills_validate(
 @app.command("agents")
 def skills_agents(as_json: JsonOption = False) -> None:
     """Every agent [skills] agents accepts, with its npx skills aliases and skill folders."""
-    from kbkit.skills.agents import AGENTS
+    from kbkit.catalog.agents import AGENTS
 
     rows = [
         {

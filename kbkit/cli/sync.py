@@ -59,9 +59,9 @@ def sync(
             typer.echo(f"{path}: taken out of git (git rm --cached); commit the removal and .gitignore")
         for step in report.caveats if mode == "write" else []:
             typer.echo(f"step in the agent: {step}")
-        for problem in report.problems:
+        for problem in report.failures:
             typer.echo(f"problem: {problem}", err=True)
-    if check and report.problems:
+    if check and report.failures:
         raise typer.Exit(code=ExitCode.CHECK_FAILED)
 
 

@@ -32,9 +32,9 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from kbkit.kb.parsers import ALL_PARSERS
-from kbkit.skills.agents import UnknownAgent, resolve
-from kbkit.sync.clients import CLIENTS, DEFAULT_CLIENTS
+from kbkit.catalog.agents import UnknownAgent, resolve
+from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, TOKEN_VAR
+from kbkit.catalog.filetypes import FILE_TYPES
 
 KB_TOOL_NAMES = ("search", "get_document")
 """The kb tools `[server] tools` may name (kbkit/server/tools.py implements exactly these)."""
@@ -94,7 +94,7 @@ def _remote_url(value: str) -> str:
     return _url(
         value,
         secret_words=("token",),
-        advice="put no token in the URL; the token goes in .env.local as MCP_TOKEN",
+        advice=f"put no token in the URL; the token goes in .env.local as {TOKEN_VAR}",
     )
 
 
@@ -138,7 +138,7 @@ Text = Annotated[StrictStr, AfterValidator(_not_blank)]
 """A string that must not be empty."""
 Names = tuple[StrictStr, ...]
 """A list of strings in TOML."""
-ParserNames = Annotated[Names, AfterValidator(_known(ALL_PARSERS, "parser"))]
+ParserNames = Annotated[Names, AfterValidator(_known(FILE_TYPES, "parser"))]
 ToolNames = Annotated[Names, AfterValidator(_known(KB_TOOL_NAMES, "tool"))]
 ClientNames = Annotated[Names, AfterValidator(_known(CLIENTS, "client"))]
 
@@ -185,7 +185,7 @@ class Kb(Section):
 class Parsers(Section):
     """The parsers: which kinds of file kbkit reads."""
 
-    enabled: ParserNames = key(tuple(ALL_PARSERS), "file types indexed and served")
+    enabled: ParserNames = key(tuple(FILE_TYPES), "file types indexed and served")
 
 
 class Http(Section):
@@ -197,6 +197,10 @@ class Http(Section):
     allowed_origins: Names = key((), "extra Origin values accepted", example=("https://app.example",))
     max_sessions: Count = key(100, "most 2025-11-25 sessions open at once")
     session_idle_timeout: Count = key(1800, "seconds before an idle 2025-11-25 session expires")
+    max_connections: Count = key(
+        1000, "most HTTP connections open at once (fewer if the open-file limit is low)"
+    )
+    client_timeout: Seconds = key(30, "seconds a client may take to send a request or to read a reply")
     memory: StrictBool = key(
         False, "attach the session-memory tools over HTTP too (every caller shares one memory bank)"
     )
@@ -228,7 +232,8 @@ class Sync(Section):
         example="https://kb.internal/mcp",
     )
     remote_transport: Literal["relay", "http"] = key(
-        "relay", "relay (kbkit connect reads .env.local) or http (each agent's environment needs MCP_TOKEN)"
+        "relay",
+        f"relay (kbkit connect reads .env.local) or http (each agent's environment needs {TOKEN_VAR})",
     )
     preapprove: StrictBool = key(
         True, "pre-approve the read-only kb tools (never the memory tools) where an agent allows it"

@@ -8,14 +8,21 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar, Unpack
 
 from kbkit.config import Settings
-from kbkit.errors import DocumentRefused, IndexUnavailable
+from kbkit.errors import DocumentRefused
 from kbkit.kb import documents, indexer, search
 from kbkit.kb.documents import Document, IndexedDocument
 from kbkit.kb.ignore import IgnoreRules
 from kbkit.kb.parsers import Registry
-from kbkit.kb.store import Store
+from kbkit.kb.store import SqliteError, Store, index_error
+
+if TYPE_CHECKING:
+    from kbkit.kb.semantic import EmbedReport, Hybrid
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 class KnowledgeBase:
@@ -23,7 +30,7 @@ class KnowledgeBase:
         self.settings = settings
         self.store = store
         self.registry = Registry(settings.parsers)
-        self.hybrid = None
+        self.hybrid: Hybrid | None = None
         """The `semantic` extra's state when `[search] semantic = true` and it can run (else None)."""
         self.hybrid_off: str | None = None
         """Why hybrid search is off (None when it is on)."""
@@ -47,9 +54,16 @@ class KnowledgeBase:
         self.hybrid_off = None
 
     @classmethod
-    def open(cls, settings: Settings, *, deep: bool = False) -> KnowledgeBase:
-        """`deep`: also check (and repair) the full-text index itself, as `kbkit index` does."""
+    def open(cls, settings: Settings, *, deep: bool = False, deferred: bool = False) -> KnowledgeBase:
+        """`deep`: also check (and repair) the full-text index itself, as `kbkit index` does.
+        `deferred`: touch no file yet; `prepare()` opens the index later (a server answers first)."""
+        if deferred:
+            return cls(settings, Store(settings.index_path))
         return cls(settings, Store.open(settings.index_path, deep=deep))
+
+    def prepare(self) -> None:
+        """Open a deferred index: check it, create it or rebuild it (`store.repaired` says why)."""
+        self.store.prepare()
 
     def close(self) -> None:
         if self.hybrid is not None:
@@ -78,7 +92,7 @@ class KnowledgeBase:
         rules = IgnoreRules.load(self.settings.kb_path, self.settings.exclude_dirs)
         return indexer.count_stale(self.store, self.settings.kb_path, self.registry, rules)
 
-    def embed(self, progress: indexer.ProgressFn | None = None):  # noqa: ANN201 - semantic.EmbedReport
+    def embed(self, progress: indexer.ProgressFn | None = None) -> EmbedReport | None:
         """Embed what changed, in the foreground (`kbkit index`); None when hybrid search is off."""
         return None if self.hybrid is None else self.hybrid.embed(progress)
 
@@ -107,19 +121,14 @@ class KnowledgeBase:
             return None  # no scan with work, or the row of one that was killed
         return progress
 
-    def document_count(self) -> int:
-        count = self._query(lambda conn, _registry: conn.execute("SELECT count(*) FROM documents").fetchone())
-        return count[0]
-
     def reconfigure(self, settings: Settings) -> None:
         """New settings (kbkit.toml edited while serving): the next scan applies them."""
         self.settings = settings
         self.registry = Registry(settings.parsers)
         self._setup_hybrid()
 
-    def search(self, query: str, **options: object) -> search.SearchResult:
-        options.setdefault("dense", self.dense_ranker())
-        return search.search(self.store, self.registry, query, **options)  # type: ignore[arg-type]
+    def search(self, query: str, **options: Unpack[search.SearchOptions]) -> search.SearchResult:
+        return search.search(self.store, self.registry, query, dense=self.dense_ranker(), **options)
 
     def load(self, path: str, *, offset: int = 0) -> Document:
         """Any file under the kb folder with a registered extension, indexed or not."""
@@ -144,8 +153,14 @@ class KnowledgeBase:
     ) -> list[IndexedDocument]:
         return self._query(documents.servable_documents, folder=folder, after=after, limit=limit)
 
-    def _query(self, fn, *args, **kwargs):  # noqa: ANN001, ANN202 - a thin sqlite3 error boundary
+    def _query(
+        self,
+        fn: Callable[Concatenate[sqlite3.Connection, Registry, _P], _T],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _T:
+        """A thin sqlite3 error boundary around one read."""
         try:
             return fn(self.store.reader(), self.registry, *args, **kwargs)
-        except sqlite3.Error as exc:
-            raise IndexUnavailable(f"the index {self.store.path} could not be read: {exc}") from None
+        except SqliteError as exc:
+            raise index_error(exc, "cannot read", self.store.path) from None

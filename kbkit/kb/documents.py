@@ -32,6 +32,26 @@ FILE_SIZE_CAP = 50 * 1024 * 1024
 TEXT_CAP = 1024 * 1024
 """At most this many bytes (UTF-8) of a document's text go out in one reply."""
 
+
+def cut_text(text: str, cap: int = TEXT_CAP) -> tuple[str, bool]:
+    """`text` cut to at most `cap` UTF-8 bytes on a character boundary, and whether it was cut:
+    the one cut every reply applies (documents, resources, skill files)."""
+    if len(text) <= cap // 4:  # fewer chars than cap/4 cannot exceed it
+        return text, False
+    encoded = text.encode("utf-8")
+    if len(encoded) <= cap:
+        return text, False
+    return encoded[:cap].decode("utf-8", "ignore"), True
+
+
+def truncation_notice(what: str, total_bytes: int, shown: str, rest: str) -> str:
+    """The line a cut text ends with, counted in bytes (the cap's unit), saying how to read the rest."""
+    return (
+        f"\n\n[kbkit: TRUNCATED. {what} is {total_bytes} bytes; only the first "
+        f"{len(shown.encode('utf-8'))} bytes are shown. {rest}]"
+    )
+
+
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
@@ -153,12 +173,9 @@ def extract(
     text = full[offset:] if offset else full
     truncated = False
     next_offset = None
-    if text_cap is not None and len(text) > text_cap // 4:  # fewer chars than cap/4 cannot exceed it
-        cut = text.encode("utf-8")
-        if len(cut) > text_cap:
-            text = cut[:text_cap].decode("utf-8", "ignore")
-            truncated = True
-            next_offset = offset + len(text)
+    if text_cap is not None:
+        text, truncated = cut_text(text, text_cap)
+        next_offset = offset + len(text) if truncated else None
     return Document(
         path=raw.path,
         media_type=parser.media_type,
@@ -231,9 +248,10 @@ class IndexedDocument:
     ext: str
     size: int
     mtime_ns: int
+    sha256: str
 
 
-_SERVABLE_COLUMNS = "path, title, ext, size, mtime_ns FROM documents"
+_SERVABLE_COLUMNS = "path, title, ext, size, mtime_ns, sha256 FROM documents"
 
 
 def servable_documents(

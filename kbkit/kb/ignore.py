@@ -55,14 +55,6 @@ class IgnoreRules:
     def skips_file(self, rel: str) -> bool:
         return rel == KBIGNORE or (self._spec is not None and self._spec.match_file(rel))
 
-    def skips(self, rel: str) -> bool:
-        """True when the file at `rel` would not be indexed (any folder on its way counts)."""
-        parts = rel.split("/")
-        for depth in range(1, len(parts)):
-            if self.skips_dir("/".join(parts[:depth]), parts[depth - 1]):
-                return True
-        return self.skips_file(rel)
-
 
 def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
     try:

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from kbkit.errors import DocumentRefused, IndexUnavailable
+from kbkit.errors import DocumentRefused
 from kbkit.kb import fields
 from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
 from kbkit.kb.ignore import IgnoreRules
 from kbkit.kb.parsers import Registry, extension_of
-from kbkit.kb.store import Store
+from kbkit.kb.store import SqliteError, Store, index_error
 
 BATCH_SIZE = 500
 """Documents written per transaction: large enough to be fast, small enough that readers
@@ -112,23 +112,9 @@ def scan(
             report.interrupted = (
                 f"an earlier indexing run ({marker[0]}) was cut off; its committed batches were kept"
             )
-        known = {
-            row[0]: (row[1], row[2], row[3])
-            for row in conn.execute("SELECT path, size, mtime_ns, id FROM documents")
-        }
-        skipped = {
-            row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM skipped")
-        }
+        known, skipped = store.stats(conn)
         seen = list(walk(kb_root, registry, rules))
-        seen_paths = {item.path for item in seen}
-        work = [
-            item
-            for item in seen
-            if known.get(item.path, (None, None))[:2] != (item.size, item.mtime_ns)
-            and skipped.get(item.path) != (item.size, item.mtime_ns)
-        ]
-        gone_docs = [path for path in known if path not in seen_paths]
-        gone_skips = [path for path in skipped if path not in seen_paths]
+        work, gone_docs, gone_skips = stale(seen, known, skipped)
         report.unchanged = len(seen) - len(work)
         if work or gone_docs or gone_skips or marker is not None:
             _apply(conn, kb_root, registry, work, known, gone_docs, gone_skips, report, progress, stop)
@@ -137,8 +123,8 @@ def scan(
             report.skip_reasons[reason] = count
         report.skipped = sum(report.skip_reasons.values())
         report.partial = conn.execute(fields.partly_indexed_sql(count=True)).fetchone()[0]
-    except sqlite3.Error as exc:
-        raise IndexUnavailable(f"indexing failed in {store.path}: {exc}") from None
+    except SqliteError as exc:
+        raise index_error(exc, "indexing failed in", store.path) from None
     finally:
         conn.close()
     report.seconds = time.perf_counter() - started
@@ -285,7 +271,7 @@ def _index_one(
     title = doc.title or Path(item.path).stem
     conn.execute("DELETE FROM skipped WHERE path = ?", (item.path,))
     if previous is not None:
-        doc_id = previous[2]
+        doc_id: int | None = previous[2]  # lastrowid (below) is typed Optional; an INSERT always sets it
         conn.execute(
             "UPDATE documents SET ext=?, size=?, mtime_ns=?, sha256=?, title=?, text_size=?, indexed_at=? "
             "WHERE id=?",
@@ -300,6 +286,7 @@ def _index_one(
             (item.path, ext, raw.size, raw.mtime_ns, digest, title, doc.text_size, now),
         ).lastrowid
         report.added += 1
+    assert doc_id is not None  # an UPDATE keeps its id; an INSERT always sets lastrowid
     fields.write(conn, doc_id, item.path, title, doc)
 
 
@@ -308,22 +295,23 @@ def _delete(conn: sqlite3.Connection, doc_id: int) -> None:
     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
 
+def stale(
+    seen: list[_Seen], known: dict[str, tuple[int, int, int]], skipped: dict[str, tuple[int, int]]
+) -> tuple[list[_Seen], list[str], list[str]]:
+    """The one stale test: files whose (size, mtime_ns) differ from what the index recorded for
+    them (indexed or skipped), and indexed or skipped paths no longer on disk."""
+    work = [
+        item
+        for item in seen
+        if known.get(item.path, (None, None))[:2] != (item.size, item.mtime_ns)
+        and skipped.get(item.path) != (item.size, item.mtime_ns)
+    ]
+    on_disk = {item.path for item in seen}
+    return work, [p for p in known if p not in on_disk], [p for p in skipped if p not in on_disk]
+
+
 def count_stale(store: Store, kb_root: Path, registry: Registry, rules: IgnoreRules) -> int:
     """Files a scan would add, reindex or drop (by stat only: nothing is read or written)."""
-    conn = store.connect()
-    try:
-        known = {
-            row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM documents")
-        }
-        skipped = {
-            row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM skipped")
-        }
-    except sqlite3.Error as exc:
-        raise IndexUnavailable(f"the index {store.path} cannot be read: {exc}") from None
-    finally:
-        conn.close()
-    seen = {item.path: (item.size, item.mtime_ns) for item in walk(kb_root, registry, rules)}
-    changed = sum(
-        1 for path, stat_ in seen.items() if known.get(path) != stat_ and skipped.get(path) != stat_
-    )
-    return changed + sum(1 for path in known if path not in seen)
+    known, skipped = store.stats()
+    work, gone_docs, _ = stale(list(walk(kb_root, registry, rules)), known, skipped)
+    return len(work) + len(gone_docs)

@@ -14,9 +14,13 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
+from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.errors import DocumentRefused
+
+if TYPE_CHECKING:
+    import pypdf
 
 
 @dataclass(frozen=True)
@@ -141,11 +145,11 @@ def _plain_value(raw: str) -> str | None:
     return value
 
 
-def _plain_front_matter(block: str) -> dict | None:
+def _plain_front_matter(block: str) -> dict[str, object] | None:
     """Front matter that is nothing but `key: scalar` lines, read without YAML (most docs sites'
     front matter is; YAML parsing was a fifth of indexing time). None: let YAML read it.
     String methods only, so the work is linear in the block's length."""
-    meta: dict[str, str] = {}
+    meta: dict[str, object] = {}
     for line in block.splitlines():
         if not line.strip():
             continue
@@ -159,7 +163,7 @@ def _plain_front_matter(block: str) -> dict | None:
     return meta
 
 
-def _front_matter(text: str) -> tuple[dict, str]:
+def _front_matter(text: str) -> tuple[dict[str, object], str]:
     found = _front_matter_block(text)
     if found is None:
         return {}, text
@@ -189,7 +193,7 @@ def _meta_text(value: object) -> str | None:
     return None
 
 
-def _meta_tags(meta: dict) -> tuple[str, ...]:
+def _meta_tags(meta: dict[str, object]) -> tuple[str, ...]:
     tags = (_meta_text(meta.get(key)) for key in ("tags", "keywords"))
     return tuple(tag for tag in tags if tag)
 
@@ -270,14 +274,21 @@ PDF_MAX_TEXT_CHARS = 16 * 1024 * 1024
 """Extracted text beyond this (all pages together): skipped, extraction stops there."""
 PDF_CPU_SECONDS = 30.0
 """CPU time (this thread's) one extraction may take; checked before every content operator."""
-PDF_PYPDF_LIMITS = {
+
+
+class _PypdfLimits(TypedDict):
+    stream_parsing_work_maximum_count: int
+    zlib_maximum_output_length: int
+
+
+PDF_PYPDF_LIMITS: _PypdfLimits = {
     "stream_parsing_work_maximum_count": 250_000,  # content operations per stream (pypdf: 2,000,000)
     "zlib_maximum_output_length": 32 * 1024 * 1024,  # bytes one compressed stream may expand to
 }
 """pypdf's own limits, tightened: they bound the work it does before kbkit's checks can run."""
 
 
-def pdf_pages_within_budget(reader: Any) -> list[str]:
+def pdf_pages_within_budget(reader: pypdf.PdfReader) -> list[str]:
     """Each page's text, or DocumentRefused("over-budget") once a PDF budget above is exceeded."""
     if len(reader.pages) > PDF_MAX_PAGES:
         raise DocumentRefused(
@@ -306,12 +317,17 @@ def pdf_pages_within_budget(reader: Any) -> list[str]:
     return pages
 
 
+EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
+    "md": parse_markdown,
+    "markdown": parse_markdown,
+    "txt": parse_plain,
+    "rst": parse_rst,
+    "pdf": parse_pdf,
+}
+"""How each file type of kbkit/catalog/filetypes.py becomes text (a missing one fails at import)."""
+
 ALL_PARSERS: dict[str, Parser] = {
-    "md": Parser("md", "text/markdown", parse_markdown),
-    "markdown": Parser("markdown", "text/markdown", parse_markdown),
-    "txt": Parser("txt", "text/plain", parse_plain),
-    "rst": Parser("rst", "text/x-rst", parse_rst),
-    "pdf": Parser("pdf", "text/plain", parse_pdf),
+    name: Parser(name, media_type, EXTRACTORS[name]) for name, media_type in FILE_TYPES.items()
 }
 """Every parser kbkit ships, keyed by extension (no dot, lower case)."""
 
@@ -346,7 +362,7 @@ class TextFiles(Registry):
     def __init__(self) -> None:
         super().__init__([])
 
-    def for_path(self, path: str) -> Parser | None:
+    def for_path(self, path: str) -> Parser:
         media = "text/markdown" if extension_of(path) in ("md", "markdown") else "text/plain"
         return Parser(extension_of(path), media, parse_plain)
 

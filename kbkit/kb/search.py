@@ -18,12 +18,12 @@ import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
 from itertools import islice
-from typing import Protocol
+from typing import Any, Protocol, TypedDict
 
-from kbkit.errors import IndexUnavailable, QueryError
+from kbkit.errors import QueryError
 from kbkit.kb.fields import COLUMNS
 from kbkit.kb.parsers import Registry
-from kbkit.kb.store import Store
+from kbkit.kb.store import SqliteError, Store, index_error
 from kbkit.kb.uris import doc_uri
 
 MAX_TERMS = 64
@@ -65,7 +65,7 @@ class Hit:
     folded: list[str] = field(default_factory=list)
     """Paths of near-copies of this hit (same file name and title, or same bytes) left out below it."""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         item = asdict(self)
         if item["uri"] is None:
             del item["uri"]
@@ -81,11 +81,11 @@ class SearchResult:
     truncated: bool = False
     """True when `max_tokens` cut the list short of `limit` hits."""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         hits = []
         for hit in self.results:
             hits.append(hit.to_dict())
-        out: dict = {"results": hits, "truncated": self.truncated}
+        out: dict[str, Any] = {"results": hits, "truncated": self.truncated}
         if self.note:
             out["note"] = self.note
         return out
@@ -106,7 +106,7 @@ def compile_query(text: str) -> CompiledQuery:
 
 
 def search_sql(with_prefix: bool) -> str:
-    """The ranking query `search` runs (tests pin it; `kbkit search --sql` shows it)."""
+    """The ranking query `search` runs (tests pin its weights and prefix filter)."""
     prefix = "AND substr(d.path, 1, :prefix_len) = :prefix " if with_prefix else ""
     weights = ", ".join(f":w_{name}" for name in COLUMNS)
     return (
@@ -131,8 +131,8 @@ _SNIPPET_SQL = (
 """Snippets are found in Python with one C-level regex over a bounded window. FTS5's snippet() was
 most of the search time on long pages (docs/benchmarks.md), and its highlight() is quadratic in the
 number of matches in a document (49 s for a 1 MiB page made of the query word)."""
-_SUFFIXES = ("ational", "ations", "ation", "ments", "ment", "ings", "ing", "ies", "ied", "ers", "er", "ed")
-_SUFFIXES += ("es", "ly", "s", "e", "y")
+_SUFFIXES: tuple[str, ...] = ("ational", "ations", "ation", "ments", "ment", "ings", "ing", "ies", "ied")
+_SUFFIXES += ("ers", "er", "ed", "es", "ly", "s", "e", "y")
 
 
 def _rough_stem(term: str) -> str:
@@ -163,7 +163,8 @@ def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) ->
         if not opening:
             return fallback
         return opening[:SNIPPET_CHARS] + ("…" if len(opening) > SNIPPET_CHARS else "")
-    best, ahead, counts = (0, 0), 0, {}
+    best, ahead = (0, 0), 0
+    counts: dict[str, int] = {}
     for index, (start, _, word) in enumerate(marks):
         while ahead < len(marks) and marks[ahead][1] <= start + SNIPPET_CHARS:
             counts[marks[ahead][2]] = counts.get(marks[ahead][2], 0) + 1
@@ -212,6 +213,14 @@ DENSE_WEIGHT = 1.0
 """The dense ranking's share in the fusion, relative to BM25's 1.0."""
 
 
+class SearchOptions(TypedDict, total=False):
+    """`search`'s keyword options, for callers that pass them through."""
+
+    limit: int
+    path_prefix: str | None
+    max_tokens: int | None
+
+
 def search(
     store: Store,
     registry: Registry,
@@ -248,8 +257,8 @@ def search(
                 rowid: snippet_window(body, pattern, description or title)
                 for rowid, title, description, body in conn.execute(sql)
             }
-    except sqlite3.Error as exc:
-        raise IndexUnavailable(f"the search could not run against {store.path}: {exc}") from None
+    except SqliteError as exc:
+        raise index_error(exc, "the search could not run against", store.path) from None
 
     result = SearchResult()
     notes = []
@@ -289,7 +298,8 @@ def search(
             "the hit ranked above them; each hit's `folded` lists them"
         )
     if not hits:
-        notes.append(_why_empty(conn, compiled, prefix))
+        with store.translated("the search could not run against"):
+            notes.append(_why_empty(conn, compiled, prefix))
     result.note = "; ".join(notes) or None
     return result
 
@@ -316,7 +326,8 @@ def _fuse(
     for start in range(0, len(missing), 500):
         ids = ",".join(str(doc_id) for doc_id in missing[start : start + 500])
         for row in conn.execute(f"SELECT id, path, title, ext, sha256 FROM documents WHERE id IN ({ids})"):
-            known[row[0]] = _Ranked(*row, 0.0)
+            doc_id, path, title, ext, sha256 = row
+            known[doc_id] = _Ranked(doc_id, path, title, ext, sha256, 0.0)
     order = sorted(
         (doc_id for doc_id in scores if doc_id in known), key=lambda d: (-scores[d], known[d].path)
     )

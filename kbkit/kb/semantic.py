@@ -83,9 +83,9 @@ def locate_model(setting: str = "", root: Path | None = None) -> ModelFiles:
     folder = Path(setting).expanduser()
     if not folder.is_absolute() and root is not None:
         folder = root / folder
-    onnx = next((p for p in (folder / "model.onnx", folder / "onnx" / "model.onnx") if p.is_file()), None)
+    found = next((p for p in (folder / "model.onnx", folder / "onnx" / "model.onnx") if p.is_file()), None)
     tokenizer = next((p for p in (folder / "tokenizer.json", folder / "vocab.txt") if p.is_file()), None)
-    if onnx is None or tokenizer is None:
+    if found is None or tokenizer is None:
         raise SemanticUnavailable(
             f"[search] model {setting!r}: {folder} needs model.onnx and tokenizer.json (or vocab.txt); "
             'fix the path, or set model = "" for the packaged default'
@@ -98,8 +98,8 @@ def locate_model(setting: str = "", root: Path | None = None) -> ModelFiles:
                 pooling = "cls"
         except (OSError, ValueError):
             pass
-    info = onnx.stat()
-    return ModelFiles(folder.name, f"{folder}:{info.st_size}:{info.st_mtime_ns}", onnx, tokenizer, pooling)
+    info = found.stat()
+    return ModelFiles(folder.name, f"{folder}:{info.st_size}:{info.st_mtime_ns}", found, tokenizer, pooling)
 
 
 def unavailable_reason(setting: str = "", root: Path | None = None) -> str | None:
@@ -137,10 +137,11 @@ class Encoder:
         import numpy as np
         import onnxruntime as ort
         from tokenizers import Tokenizer
-        from tokenizers.implementations import BertWordPieceTokenizer
+        from tokenizers.implementations.bert_wordpiece import BertWordPieceTokenizer
 
         self.files = files
         self._np = np
+        tokenizer: Tokenizer | BertWordPieceTokenizer
         if files.tokenizer.suffix == ".json":
             tokenizer = Tokenizer.from_file(str(files.tokenizer))
         else:
@@ -337,10 +338,11 @@ def describe(
 
 def embedded_count(conn: sqlite3.Connection) -> int:
     """Documents whose vectors match their current content."""
-    return conn.execute(
+    count: int = conn.execute(
         "SELECT count(*) FROM documents d JOIN embeddings e ON e.doc_id = d.id AND e.chunk = 0 "
         "AND e.sha256 = d.sha256"
     ).fetchone()[0]
+    return count
 
 
 class DenseIndex:
@@ -368,7 +370,9 @@ class DenseIndex:
             "AND d.sha256 = e.sha256 WHERE e.model = ? ORDER BY e.doc_id, e.chunk",
             (self._encoder.files.identity,),
         ).fetchall()
-        doc_ids, paths, starts = [], [], []
+        doc_ids: list[int] = []
+        paths: list[str] = []
+        starts: list[int] = []
         for index, (doc_id, path, _) in enumerate(rows):
             if not doc_ids or doc_ids[-1] != doc_id:
                 doc_ids.append(doc_id)

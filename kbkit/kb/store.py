@@ -3,6 +3,9 @@
 Readers (every server process, every request thread) open their own connection; one writer at
 a time (the indexer) changes it. A missing, corrupt or older-schema file is rebuilt on open,
 and the store says so, so the boot line can.
+
+This is the index's boundary: nothing outside kbkit/kb/ imports sqlite3 or holds SQL (checked by
+tests/test_layering.py), and SQLite's errors become kbkit's here, once (`index_error`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,30 @@ from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
 from kbkit.kb.fields import COLUMNS
+
+RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
+SQLITE_FIXES: dict[type[BaseException], str] = {
+    sqlite3.OperationalError: (
+        "check that the .kbkit folder is writable and its disk is not full; otherwise delete "
+        "the index file (it holds nothing but the index) and run kbkit index"
+    ),
+    sqlite3.DatabaseError: "run kbkit index: it rebuilds a damaged index from the documents",
+    sqlite3.ProgrammingError: RETRY_FIX,
+}
+"""What to do about each kind of SQLite error (the nearest class in its MRO decides). Locked,
+busy, read-only, full and I/O errors are OperationalError; a damaged file is DatabaseError or one of
+its subclasses (IntegrityError, DataError, InternalError, NotSupportedError). A closed connection
+(ProgrammingError, also a DatabaseError) and the rest (InterfaceError, Warning) get RETRY_FIX."""
+
+SqliteError = (sqlite3.Error, sqlite3.Warning)
+"""Everything sqlite3 raises of its own (Warning is not an Error subclass)."""
+
+
+def index_error(exc: sqlite3.Error | sqlite3.Warning, doing: str, path: Path) -> IndexUnavailable:
+    """The one translation of an SQLite error into kbkit's: what failed, on which file, and the fix."""
+    fix = next((SQLITE_FIXES[kind] for kind in type(exc).__mro__ if kind in SQLITE_FIXES), RETRY_FIX)
+    return IndexUnavailable(f"{doing} {path}: {exc}", fix=fix)
+
 
 SCHEMA_VERSION = 3
 """3: file-name, description and tags columns; the embeddings table. An older file is rebuilt."""
@@ -72,6 +99,10 @@ class Store:
         self.path = path
         self.repaired: str | None = None
         """Why the file was rebuilt on open (None when it was fine or new)."""
+        self.prepared = False
+        """Set once `prepare` has checked (and if need be created or rebuilt) the file."""
+        self.failure: str | None = None
+        """Why `prepare` could not open the file: every read says so instead of a vaguer error."""
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
@@ -82,7 +113,7 @@ class Store:
         """The index at `path`, created or rebuilt as needed; `deep` also runs FTS5's own integrity
         check (a full read of the full-text index: `kbkit index` pays it, a server start does not)."""
         store = cls(path)
-        store._prepare(deep=deep)
+        store.prepare(deep=deep)
         return store
 
     def connect(self) -> sqlite3.Connection:
@@ -94,12 +125,14 @@ class Store:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.Error as exc:
-            raise IndexUnavailable(f"cannot open the index {self.path}: {exc}") from None
+        except SqliteError as exc:
+            raise index_error(exc, "cannot open the index", self.path) from None
         return conn
 
     def reader(self) -> sqlite3.Connection:
         """This thread's connection, opened on first use."""
+        if self.failure is not None:
+            raise IndexUnavailable(self.failure)
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self.connect()
@@ -108,10 +141,45 @@ class Store:
                 self._connections.append(conn)
         return conn
 
+    @contextmanager
+    def translated(self, doing: str) -> Iterator[None]:
+        """Run a read or write of the index; an SQLite error leaves as IndexUnavailable("<doing> <path>")."""
+        try:
+            yield
+        except SqliteError as exc:
+            raise index_error(exc, doing, self.path) from None
+
+    def count_documents(self) -> int:
+        """How many documents the index holds (servable or not)."""
+        with self.translated("cannot count the documents of"):
+            return int(self.reader().execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def skipped(self) -> list[tuple[str, str]]:
+        """(path, why) for every file the last scan left out, in path order."""
+        with self.translated("cannot read the skipped files of"):
+            return list(self.reader().execute("SELECT path, reason FROM skipped ORDER BY path"))
+
+    def stats(
+        self, conn: sqlite3.Connection | None = None
+    ) -> tuple[dict[str, tuple[int, int, int]], dict[str, tuple[int, int]]]:
+        """What stale detection compares against the folder: path -> (size, mtime_ns, id) of each
+        indexed document, path -> (size, mtime_ns) of each skipped file (on `conn`, the indexer's
+        own connection, or this thread's reader)."""
+        with self.translated("cannot read"):
+            conn = conn or self.reader()
+            known = {
+                row[0]: (row[1], row[2], row[3])
+                for row in conn.execute("SELECT path, size, mtime_ns, id FROM documents")
+            }
+            skipped = {
+                row[0]: (row[1], row[2]) for row in conn.execute("SELECT path, size, mtime_ns FROM skipped")
+            }
+        return known, skipped
+
     def close(self) -> None:
         with self._lock:
             for conn in self._connections:
-                with suppress(sqlite3.Error):
+                with suppress(*SqliteError):
                     conn.close()
             self._connections.clear()
             self._probe = None
@@ -179,9 +247,23 @@ class Store:
             if self._probe is None:
                 self._probe = self.connect()
                 self._connections.append(self._probe)
-            return self._probe.execute("PRAGMA data_version").fetchone()[0]
+            with self.translated("cannot read"):
+                return int(self._probe.execute("PRAGMA data_version").fetchone()[0])
 
-    def _prepare(self, *, deep: bool = False) -> None:
+    def prepare(self, *, deep: bool = False) -> None:
+        """Check the file; create it when new, rebuild it when broken (`repaired` says why). `open`
+        does this at once; a server does it in the background, after it has started answering.
+        Once done, it does nothing; when it fails, every read repeats why (`failure`)."""
+        if self.prepared:
+            return
+        try:
+            self._prepare(deep=deep)
+        except IndexUnavailable as exc:
+            self.failure = str(exc)
+            raise
+        self.prepared = True
+
+    def _prepare(self, *, deep: bool) -> None:
         if link := self._link_problem():
             raise IndexUnavailable(link)
         try:
@@ -191,7 +273,7 @@ class Store:
                 f"cannot create {self.path.parent} ({exc.strerror}); make the project folder writable"
             ) from None
         if not deep and self.problem() is None:
-            return  # a sound index is opened without waiting for another process's indexing
+            return  # usable: no lock needed, so a start never waits for another process's indexing
         # Under the writer lock: several servers starting at once on a new project must not see
         # each other's half-created file as broken and delete it.
         with self.writer():
@@ -274,7 +356,7 @@ class Store:
         conn = self.connect()
         try:
             conn.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nCOMMIT;")  # all of it or none
-        except sqlite3.Error as exc:
-            raise IndexUnavailable(f"cannot create the index {self.path}: {exc}") from None
+        except SqliteError as exc:
+            raise index_error(exc, "cannot create the index", self.path) from None
         finally:
             conn.close()

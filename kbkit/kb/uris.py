@@ -18,10 +18,6 @@ def doc_uri(path: str) -> str:
     return DOC_PREFIX + quote(path, safe="/")
 
 
-def topic_uri(prefix: str) -> str:
-    return TOPIC_PREFIX + quote(prefix, safe="/")
-
-
 def parse_doc_uri(uri: str) -> str | None:
     """The document path a `kb://doc/` URI names, or None when it is not one."""
     if not uri.startswith(DOC_PREFIX):

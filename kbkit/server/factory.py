@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 import anyio.to_thread
 import mcp.types as types
@@ -37,6 +37,7 @@ INSTRUCTIONS = (
 )
 
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 def select_tools(allowlist: tuple[str, ...]) -> dict[str, KbTool]:
@@ -98,7 +99,7 @@ def create_server(
 
     limiter: list[anyio.CapacityLimiter] = []
 
-    async def in_thread(fn: Callable[..., T], *args: Any) -> T:
+    async def in_thread(fn: Callable[[*Ts], T], *args: *Ts) -> T:
         """SQLite and parsing block; the event loop keeps answering meanwhile. At most one worker
         per core: more only queue inside SQLite, whose allocator lock makes them slower."""
         if not limiter:
@@ -171,8 +172,9 @@ def create_server(
     @asynccontextmanager
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         async with anyio.create_task_group() as group:
+            await group.start(notifier.run)
             group.start_soon(live.run)
-            if dynamic_tools:
+            if memory is not None and dynamic_tools:
                 await group.start(memory.run)
                 await memory.wait_first_attempt()
             try:

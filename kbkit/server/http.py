@@ -3,6 +3,9 @@
     GET  /healthz   unauthenticated liveness: {"status": "ok"} and nothing else
     *    /mcp       the MCP endpoint (2025-11-25 sessions and 2026-07-28 stateless requests)
 
+Connections are bounded in number and in how long they may stall (kbkit/server/connections.py),
+and every warning goes to stderr through one rate limit (kbkit/server/logs.py).
+
 The shared secret `MCP_TOKEN` is required as `Authorization: Bearer <token>` (or `?token=`, the
 weaker form for clients that cannot set headers: query strings end up in logs and histories).
 `MCP_ALLOW_ANONYMOUS=1` lifts that for local development, never on a non-loopback bind.
@@ -14,6 +17,7 @@ import errno
 import hmac
 import ipaddress
 import json
+import logging
 import socket
 from dataclasses import dataclass
 from typing import Any
@@ -22,17 +26,32 @@ from urllib.parse import parse_qs
 import uvicorn
 from mcp.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
+from sse_starlette.sse import AppStatus
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kbkit.catalog.clients import TOKEN_VAR
 from kbkit.config import ENV_FILE, Settings
 from kbkit.errors import ConfigError, EnvironmentProblem
+from kbkit.server.connections import (
+    ACCEPT_BACKLOG,
+    ConnectionGuard,
+    connection_budget,
+    raise_open_file_limit,
+    usable_file_limit,
+)
+from kbkit.server.logs import install_stderr_log
 
-TOKEN_VAR = "MCP_TOKEN"
+TOKEN_MIN_LENGTH = 16
+"""The shortest MCP_TOKEN `kbkit serve --http` accepts (and `kbkit doctor` passes)."""
 ANONYMOUS_VAR = "MCP_ALLOW_ANONYMOUS"
 MAX_BODY_BYTES = 1024 * 1024
+KEEP_ALIVE_SECONDS = 5
+"""An idle connection between requests is closed after this long."""
+GRACEFUL_SECONDS = 10
+"""On SIGTERM, requests in flight get this long to finish before they are cancelled."""
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]")
@@ -58,6 +77,11 @@ class HttpPlan:
     allowed_origins: tuple[str, ...]
     max_sessions: int
     session_idle_timeout: int
+    max_connections: int
+    """`[server.http] max_connections`, lowered where the open-file limit would not hold that many."""
+    client_timeout: int
+    file_limit: int = 0
+    """The open-file limit the server runs under, when it lowered max_connections (else 0)."""
 
     @property
     def url(self) -> str:
@@ -76,7 +100,17 @@ class HttpPlan:
             if self.loopback
             else f"reach: NETWORK ({self.host}): any host that routes here may connect; the token guards it"
         )
-        return [f"http: {self.url} (health: {HEALTH_PATH})", auth, reach]
+        limits = f"limits: {self.max_connections} connections, {self.client_timeout} s to send a request"
+        if self.file_limit:
+            limits += f" (lowered to fit the open-file limit, {self.file_limit}; raise it with `ulimit -Hn`)"
+        return [f"http: {self.url} (health: {HEALTH_PATH})", auth, reach, limits]
+
+
+def weak_token(token: str) -> str | None:
+    """Why `token` is too weak to guard `kbkit serve --http`, or None: the one rule serve and doctor apply."""
+    if len(token) < TOKEN_MIN_LENGTH:
+        return f"{TOKEN_VAR} is shorter than {TOKEN_MIN_LENGTH} characters"
+    return None
 
 
 def is_loopback(host: str) -> bool:
@@ -106,8 +140,10 @@ def plan_http(settings: Settings, host: str | None = None, port: int | None = No
         raise ConfigError(
             f"{ANONYMOUS_VAR}=1 is refused on a non-loopback bind ({host}); set {TOKEN_VAR} or bind 127.0.0.1"
         )
-    if token is not None and len(token) < 16:
-        raise ConfigError(f"{TOKEN_VAR} is shorter than 16 characters; use a long random string")
+    if token is not None and (weak := weak_token(token)):
+        raise ConfigError(f"{weak}; use a long random string")
+    file_limit = usable_file_limit()
+    budget = connection_budget(settings.http.max_connections, file_limit)
     allowed_hosts = [*LOOPBACK_HOSTS, *settings.http.allowed_hosts]
     if not loopback:
         if host in ("0.0.0.0", "::") and not settings.http.allowed_hosts:
@@ -127,6 +163,9 @@ def plan_http(settings: Settings, host: str | None = None, port: int | None = No
         allowed_origins=tuple(dict.fromkeys([*LOOPBACK_ORIGINS, *settings.http.allowed_origins])),
         max_sessions=settings.http.max_sessions,
         session_idle_timeout=settings.http.session_idle_timeout,
+        max_connections=budget,
+        client_timeout=settings.http.client_timeout,
+        file_limit=file_limit if budget < settings.http.max_connections else 0,
     )
 
 
@@ -165,10 +204,12 @@ class BearerTokenGate:
 
     @staticmethod
     def _presented(scope: Scope) -> bytes:
-        for name, value in scope.get("headers", []):
+        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
+        for name, value in headers:
             if name == b"authorization" and value[:7].lower() == b"bearer ":
                 return value[7:].strip()
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        query_string: bytes = scope.get("query_string", b"")
+        query = parse_qs(query_string.decode("latin-1"))
         return query.get("token", [""])[0].encode()
 
 
@@ -220,7 +261,7 @@ def bind(plan: HttpPlan) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart need not wait out TIME_WAIT
         sock.bind(address)
-        sock.listen(2048)  # clients that connect while the app starts queue instead of being refused
+        sock.listen(ACCEPT_BACKLOG)  # clients that connect while the app starts queue, not refused
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
@@ -236,16 +277,32 @@ def bind(plan: HttpPlan) -> socket.socket:
 
 
 async def serve_http(server: Server[Any], plan: HttpPlan, sock: socket.socket) -> None:
-    """Serve on `sock` (from `bind`) until SIGINT/SIGTERM; in-flight requests finish first
-    (uvicorn's graceful shutdown)."""
+    """Serve on `sock` (from `bind`) until SIGINT/SIGTERM. On a signal, notification streams end
+    and requests in flight get their responses (for up to GRACEFUL_SECONDS) before it stops."""
+    raise_open_file_limit()
+    # sse-starlette ends every SSE response as soon as uvicorn sees a signal, and 2025-11-25
+    # replies are SSE responses: a request in flight would lose its answer. Listener streams are
+    # ended by the connection guard instead (GuardedH11Protocol.shutdown).
+    AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]  # sse-starlette is untyped here
+    guard = ConnectionGuard(max_connections=plan.max_connections, client_timeout=plan.client_timeout)
     config = uvicorn.Config(
         build_app(server, plan),
         host=plan.host,
         port=plan.port,
+        http=guard.protocol_class(),
+        ws="none",
+        backlog=ACCEPT_BACKLOG,
+        log_config=None,
         log_level="warning",
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=10,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
         server_header=False,
     )
-    await _GracefulServer(config).serve(sockets=[sock])
+    handler = install_stderr_log()
+    try:
+        await _GracefulServer(config).serve(sockets=[sock])
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()

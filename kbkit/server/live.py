@@ -21,13 +21,13 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from kbkit.catalog.agents import CANONICAL_SKILL_DIR
 from kbkit.config import CONFIG_FILE, LOCAL_CONFIG_FILE, load_settings
 from kbkit.errors import KbkitError
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.indexer import ScanReport
 from kbkit.kb.uris import doc_uri
 from kbkit.server.notify import Notifier
-from kbkit.sync.clients import CANONICAL_SKILL_DIR
 
 DEBOUNCE_MS = 150
 """Events closer together than this are one change (an editor's save is several events)."""
@@ -40,6 +40,8 @@ BOOT_WAIT_SECONDS = 10.0
 is reached only when a first batch takes that long (hundreds of large PDFs)."""
 
 Snapshot = dict[str, tuple[str, str, int]]
+SkillsStamp = tuple[tuple[str, int], ...]
+"""(skill folder name, SKILL.md's mtime_ns) for every installed skill: a change means reload."""
 
 
 class LiveIndex:
@@ -57,10 +59,12 @@ class LiveIndex:
         self._halt = threading.Event()
         """Tells a scan running in its worker thread to stop at the next document."""
         self._snapshot: Snapshot = {}
-        self._skills_stamp: tuple = ()
+        self._skills_stamp: SkillsStamp = ()
         self._poke: anyio.Event | None = None
         self._stop: anyio.Event | None = None
         self._checking: anyio.Lock | None = None
+        self._scans = 0
+        """Scans of this process running now (a watcher's rescan may queue behind another)."""
         self._trouble: str | None = None
 
     def stop(self) -> None:
@@ -96,15 +100,34 @@ class LiveIndex:
     async def run(self) -> None:
         self._poke = anyio.Event()
         self._stop = anyio.Event()
+        self._checking = anyio.Lock()
+        if not await self._open():
+            return
         self._snapshot = await anyio.to_thread.run_sync(self._read_snapshot)
         self._skills_stamp = self._skills_state()
         self._version = await anyio.to_thread.run_sync(self.kb.store.data_version)
-        self._checking = anyio.Lock()
         async with anyio.create_task_group() as group:
             group.start_soon(self._monitor)
             if self.watch:  # from the start: an edit made while the start-up scan runs is not lost
                 group.start_soon(self._watch_or_say_why)
             await self._boot()
+
+    async def _open(self) -> bool:
+        """Open the index off the answering path: check it, create it, or rebuild a broken one."""
+        try:
+            await anyio.to_thread.run_sync(self.kb.prepare)
+        except KbkitError as exc:
+            self.report(f"index: {exc}; searches and resources fail until that is fixed and kbkit restarted")
+            self._boot_over()
+            return False
+        if self.kb.store.repaired:
+            self.report(f"index repaired: {self.kb.store.repaired}")
+        return True
+
+    def _boot_over(self) -> None:
+        self.booting = False
+        self._flag("booted").set()
+        self._flag("ready").set()
 
     async def _boot(self) -> None:
         """The start-up scan. Its notifications and lines go out before `settled()` returns, so a
@@ -134,9 +157,7 @@ class LiveIndex:
                     + (f"; {skipped}" if skipped else "")
                 )
         finally:
-            self.booting = False
-            self._flag("booted").set()
-            self._flag("ready").set()
+            self._boot_over()
 
     async def _watch_or_say_why(self) -> None:
         """Watching is a convenience: when it cannot run, the server keeps serving and says so."""
@@ -197,26 +218,33 @@ class LiveIndex:
                 f"in {report.seconds * 1000:.0f} ms"
             )
 
-    def _committed(self, partial: bool) -> None:
-        """A batch is in: publish it now rather than at the next poll; after a first partial batch
-        of the start-up scan, requests stop waiting for the rest."""
-        self._poke.set()
+    async def _batch_in(self, partial: bool) -> None:
+        """A batch of this process's scan is committed. Clients hear of it now (`list_changed`: the
+        listing grows as a first build goes); the exact diff waits for the scan's end. After a first
+        partial batch of the start-up scan, requests stop waiting for the rest."""
         if partial:
             self._flag("ready").set()
+            await self.notifier.resources_changed()
 
     async def _scan(self) -> ScanReport:
-        """One scan in a worker thread; each committed batch is published at once, not at the next poll."""
+        """One scan in a worker thread. While it runs it holds the writer lock, so every commit is
+        its own: the monitor leaves them to `_batch_in` and diffs once, when the scan is over."""
 
         def committed(done: int, total: int) -> None:
-            anyio.from_thread.run_sync(self._committed, 0 < done < total)
+            anyio.from_thread.run(self._batch_in, 0 < done < total)
 
-        # A thread cannot be cancelled: `stop()` makes the scan end at its next document, and its
-        # report (what was committed) is still taken when the server is shutting down.
-        with anyio.CancelScope(shield=True):
-            report = await anyio.to_thread.run_sync(
-                lambda: self.kb.scan(committed, log=self.report, stop=self._halt)
-            )
-        self._poke.set()
+        self._scans += 1
+        try:
+            # A thread cannot be cancelled: `stop()` makes the scan end at its next document, and
+            # its report (what was committed) is still taken when the server is shutting down.
+            with anyio.CancelScope(shield=True):
+                report = await anyio.to_thread.run_sync(
+                    lambda: self.kb.scan(committed, log=self.report, stop=self._halt)
+                )
+        finally:
+            self._scans -= 1
+        if self._poke is not None:  # run() creates it
+            self._poke.set()  # the diff now, not at the next poll
         return report
 
     def _reload_settings(self) -> None:
@@ -229,6 +257,7 @@ class LiveIndex:
         self.report("config: kbkit.toml changed; parsers and ignore rules applied")
 
     async def _monitor(self) -> None:
+        assert self._poke is not None, "start run() first"
         while True:
             with anyio.move_on_after(POLL_SECONDS):
                 await self._poke.wait()
@@ -238,6 +267,7 @@ class LiveIndex:
     async def _check(self) -> None:
         """Publish what changed since the last look. An index that vanished or broke is said once
         and never stops the server."""
+        assert self._checking is not None, "start run() first"
         async with self._checking:
             try:
                 await self._check_once()
@@ -252,7 +282,7 @@ class LiveIndex:
     async def _check_once(self) -> None:
         version = await anyio.to_thread.run_sync(self.kb.store.data_version)
         skills = self._skills_state()
-        if version != self._version:
+        if version != self._version and not self._scans:
             self._version = version
             await self._publish_index_changes()
         if skills != self._skills_stamp:
@@ -261,33 +291,23 @@ class LiveIndex:
             await self.notifier.resources_changed()
 
     async def _publish_index_changes(self) -> None:
+        """`list_changed` when a document came, went or changed title or size; `updated` for each
+        document that was listed and changed or went. A new one is announced by `list_changed`
+        alone: a first build adds thousands, and an event each would slow it by half."""
         before = self._snapshot
         after = await anyio.to_thread.run_sync(self._read_snapshot)
         self._snapshot = after
-        changed = [path for path in before.keys() | after.keys() if before.get(path) != after.get(path)]
-        if not changed:
-            return
-        listing = before.keys() != after.keys() or any(
-            before[p][1:] != after[p][1:] for p in before.keys() & after.keys()
-        )
-        if listing:
+        updated = [path for path in before if before[path] != after.get(path)]
+        if before.keys() != after.keys() or any(before[p][1:] != after[p][1:] for p in updated if p in after):
             await self.notifier.resources_changed()
-        for path in sorted(changed):
+        for path in sorted(updated):
             await self.notifier.resource_updated(doc_uri(path))
 
     def _read_snapshot(self) -> Snapshot:
         """Servable documents: path -> (sha256, title, size). What a client could see change."""
-        conn = self.kb.store.reader()
-        extensions = set(self.kb.registry.extensions)
-        return {
-            path: (sha, title, size)
-            for path, sha, title, size, ext in conn.execute(
-                "SELECT path, sha256, title, size, ext FROM documents"
-            )
-            if ext in extensions
-        }
+        return {doc.path: (doc.sha256, doc.title, doc.size) for doc in self.kb.list_servable()}
 
-    def _skills_state(self) -> tuple:
+    def _skills_state(self) -> SkillsStamp:
         folder = self.kb.settings.root / CANONICAL_SKILL_DIR
         if not folder.is_dir():
             return ()

@@ -132,7 +132,8 @@ class Redactor:
 
     def __call__(self, text: str) -> str:
         heads = {form[:MIN_SECRET] for form in self._forms}
-        out, start = [], 0
+        out: list[str] = []
+        start = 0
         while True:
             found = [(at, head) for head in heads if (at := text.find(head, start)) != -1]
             if not found:

@@ -1,19 +1,27 @@
 """Change notifications to every connected client, in both protocol eras.
 
 2026-07-28 clients opt in with `subscriptions/listen`; the SDK's `ListenHandler` serves those
-streams from a subscription bus, so publishing an event on the bus reaches them. 2025-11-25
-sessions get spontaneous notifications on their connection; `Notifier.track` (a server
-middleware) remembers the connection of every handshake-era request (weakly: a closed
-connection is forgotten), and a connection whose send fails is dropped.
+streams from a subscription bus, each stream with its own bounded buffer, so publishing an event
+on the bus reaches them and never waits for one of them. 2025-11-25 sessions get spontaneous
+notifications on their connection; `Notifier.track` (a server middleware) remembers the
+connection of every handshake-era request (weakly: a closed connection is forgotten).
+
+A 2025-11-25 client that stops reading its notification stream blocks every send to it. So each
+such connection gets its own outbox, drained by its own task: a publisher only appends, never
+waits, and a connection that falls OUTBOX_SIZE notifications behind (or whose send fails) is
+dropped, while every other client keeps hearing about changes.
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
+from collections import deque
 from typing import Any
 
+import anyio
 import mcp.types as types
+from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.subscriptions import (
@@ -24,17 +32,47 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
     ToolsListChanged,
 )
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-logger = logging.getLogger("kbkit")
+logger = logging.getLogger("kbkit.notify")
+
+OUTBOX_SIZE = 256
+"""Notifications queued for one 2025-11-25 connection; a client this far behind is dropped."""
+MAX_SUBSCRIPTIONS = 1000
+"""Resources one session may subscribe to (`resources/subscribe`, or the URIs of one listen stream)."""
+MAX_SUBSCRIBED_BYTES = 256 * 1024
+"""The URIs one 2025-11-25 session subscribes to, in total characters: what its subscriptions may cost."""
+MAX_LISTEN_STREAMS = 256
+"""`subscriptions/listen` streams open at once, over all 2026-07-28 clients."""
+
+
+class _Outbox:
+    __slots__ = ("pending", "draining")
+
+    def __init__(self) -> None:
+        self.pending: deque[tuple[str, tuple[Any, ...]]] = deque()
+        self.draining = False
 
 
 class Notifier:
     def __init__(self) -> None:
         self.bus = InMemorySubscriptionBus()
-        self.listen = ListenHandler(self.bus)
+        self._listen = ListenHandler(self.bus, max_subscriptions=MAX_LISTEN_STREAMS)
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
+        self._outboxes: weakref.WeakKeyDictionary[Connection, _Outbox] = weakref.WeakKeyDictionary()
+        self._group: TaskGroup | None = None
+
+    async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Host the per-connection senders; runs for the server's lifetime (start it in the lifespan)."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            task_status.started()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                self._group = None
 
     async def track(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """Server middleware: remember handshake-era connections so they can be notified later."""
@@ -60,16 +98,27 @@ class Notifier:
         await self.bus.publish(ResourceUpdated(uri=uri))
         for connection, uris in list(self._subscriptions.items()):
             if uri in uris:
-                try:
-                    await connection.send_resource_updated(uri)
-                except Exception:  # a closed connection: forget it
-                    self._subscriptions.pop(connection, None)
+                await self._post(connection, "send_resource_updated", uri)
 
     async def subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         """2025-11-25 `resources/subscribe`: this connection hears `updated` for that URI."""
-        self._subscriptions.setdefault(ctx.session._connection, set()).add(params.uri)  # noqa: SLF001
+        uris = self._subscriptions.setdefault(ctx.session._connection, set())  # noqa: SLF001
+        if params.uri not in uris:
+            if len(uris) >= MAX_SUBSCRIPTIONS:
+                raise MCPError(
+                    types.INVALID_REQUEST,
+                    f"this session already subscribes to {MAX_SUBSCRIPTIONS} resources, the most one "
+                    "session may; unsubscribe from some first",
+                )
+            if sum(map(len, uris)) + len(params.uri) > MAX_SUBSCRIBED_BYTES:
+                raise MCPError(
+                    types.INVALID_REQUEST,
+                    f"this session's subscriptions would exceed {MAX_SUBSCRIBED_BYTES} characters of URIs; "
+                    "unsubscribe from some first",
+                )
+        uris.add(params.uri)
         return types.EmptyResult()
 
     async def unsubscribe(
@@ -78,13 +127,68 @@ class Notifier:
         self._subscriptions.get(ctx.session._connection, set()).discard(params.uri)  # noqa: SLF001
         return types.EmptyResult()
 
-    async def _each_session(self, method: str, *args: Any) -> None:
+    async def listen(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+    ) -> types.SubscriptionsListenResult:
+        """2026-07-28 `subscriptions/listen`, with the same bound on resource URIs as a session."""
+        uris = params.notifications.resource_subscriptions or []
+        if len(uris) > MAX_SUBSCRIPTIONS:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"a listen stream may subscribe to at most {MAX_SUBSCRIPTIONS} resources ({len(uris)} given)",
+            )
+        return await self._listen(ctx, params)
+
+    async def _each_session(self, method: str) -> None:
         for connection in list(self._connections):
+            await self._post(connection, method)
+
+    async def _post(self, connection: Connection, method: str, *args: Any) -> None:
+        """Queue one notification for `connection`; never waits for the client."""
+        if self._group is None:  # no sender tasks (the server is not running): send in place
             try:
                 await getattr(connection, method)(*args)
-            except Exception as exc:  # a closed connection: forget it, keep notifying the others
-                logger.debug("dropping a connection that could not be notified: %s", exc)
-                self._connections.discard(connection)
+            except Exception:  # a broken connection: forget it
+                self._drop(connection)
+            return
+        outbox = self._outboxes.get(connection)
+        if outbox is None:
+            outbox = self._outboxes[connection] = _Outbox()
+        if len(outbox.pending) >= OUTBOX_SIZE:
+            logger.warning(
+                "notifications: a client fell %d notifications behind; it is no longer notified", OUTBOX_SIZE
+            )
+            self._drop(connection)
+            return
+        outbox.pending.append((method, args))
+        if not outbox.draining:
+            outbox.draining = True
+            self._group.start_soon(self._drain, weakref.ref(connection), outbox)
+
+    async def _drain(self, ref: weakref.ref[Connection], outbox: _Outbox) -> None:
+        """Send one connection's notifications in order; holds the connection only while sending."""
+        try:
+            while outbox.pending:
+                method, args = outbox.pending.popleft()
+                connection = ref()
+                if connection is None:
+                    return
+                try:
+                    await getattr(connection, method)(*args)
+                except Exception as exc:  # a broken connection: forget it, the others are not affected
+                    logger.debug("dropping a connection that could not be notified: %s", exc)
+                    self._drop(connection)
+                    return
+                del connection
+        finally:
+            outbox.draining = False
+
+    def _drop(self, connection: Connection) -> None:
+        self._connections.discard(connection)
+        self._subscriptions.pop(connection, None)
+        outbox = self._outboxes.pop(connection, None)
+        if outbox is not None:
+            outbox.pending.clear()
 
     def close(self) -> None:
-        self.listen.close()
+        self._listen.close()

@@ -21,11 +21,11 @@ import json
 import logging
 import os
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterable, Callable, Iterator
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import anyio
@@ -47,12 +47,13 @@ from mcp_types import (
     JSONRPCNotification,
     JSONRPCRequest,
     JSONRPCResponse,
+    RequestId,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from kbkit.catalog.clients import TOKEN_VAR
 from kbkit.config import ENV_FILE, find_root, load_env
 from kbkit.errors import ExitCode, InputError, KbkitError
-from kbkit.sync.clients import TOKEN_VAR
 
 CLOSE_GRACE = 0.5
 """Seconds the relay spends ending the remote session once stdin has closed."""
@@ -139,10 +140,22 @@ async def relay(url: str, token: Token, report: Report, *, timeout: float = 300.
                     closing.deadline = anyio.current_time() + CLOSE_GRACE
 
 
+class _Sender(Protocol):
+    """The sending end of a transport's message stream (the SDK's stdio server and HTTP client)."""
+
+    async def send(self, item: SessionMessage, /) -> None: ...
+
+
+_Messages = AsyncIterable[SessionMessage | Exception]
+"""The receiving end: messages, or the transport's own parse failures."""
+
+
 class _Pump:
     """Both directions of the relay, and the handshake it replays when the server lost the session."""
 
-    def __init__(self, upstream: _Upstream, remote_write: Any, local_write: Any, report: Report) -> None:
+    def __init__(
+        self, upstream: _Upstream, remote_write: _Sender, local_write: _Sender, report: Report
+    ) -> None:
         self.upstream = upstream
         self.remote_write = remote_write
         self.local_write = local_write
@@ -153,7 +166,7 @@ class _Pump:
         self._replays: dict[str, anyio.Event] = {}
         self._replayed: dict[str, bool] = {}
 
-    async def to_server(self, local_read: Any) -> None:
+    async def to_server(self, local_read: _Messages) -> None:
         async for item in local_read:
             if isinstance(item, Exception):
                 self.report("connect: skipped a line from the agent that is not a JSON-RPC message")
@@ -167,7 +180,7 @@ class _Pump:
                     await self._replay(self.handshake)
             await self.remote_write.send(self.stamper.outgoing(item))
 
-    async def to_client(self, remote_read: Any) -> None:
+    async def to_client(self, remote_read: _Messages) -> None:
         async for item in remote_read:
             if isinstance(item, Exception):
                 continue  # the transport's own parse failures; the request they belong to is answered
@@ -323,7 +336,7 @@ class _Stamper:
 
     def __init__(self) -> None:
         self.negotiated: str | None = None
-        self._initialize_ids: set[Any] = set()
+        self._initialize_ids: set[RequestId] = set()
 
     def outgoing(self, item: SessionMessage) -> SessionMessage:
         message = item.message

@@ -2,7 +2,8 @@
 
 Listing and reading stand on one query (`KnowledgeBase.list_servable` / `servable`): the
 listing offers exactly what a read accepts, and a read of anything else is refused with
--32602 even when the file exists on disk (docs/adr/0002).
+-32602 even when the file exists on disk (docs/adr/0002). Every reply fits one message of the
+transport (docs/adr/0017): a page ends early, a text or a topic listing is cut, and a cut is said.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from mcp.types import INVALID_PARAMS
 
 from kbkit.errors import KbkitError
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.documents import TEXT_CAP, IndexedDocument, check_path
+from kbkit.kb.documents import IndexedDocument, check_path, truncation_notice
 from kbkit.kb.parsers import ALL_PARSERS
 from kbkit.kb.uris import DOC_TEMPLATE, TOPIC_TEMPLATE, doc_uri, parse_doc_uri, parse_topic_uri
+from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
 from kbkit.server.skills import URI_PREFIX as SKILL_URI_PREFIX
 from kbkit.server.skills import URI_TEMPLATE as SKILL_TEMPLATE
 from kbkit.server.skills import SkillShelf
@@ -36,12 +38,17 @@ def list_resources(
     """Documents in path order, PAGE_SIZE a page; the first page also carries the installed skills' files."""
     after = _decode_cursor(cursor) if cursor else None
     rows = kb.list_servable(after=after, limit=PAGE_SIZE + 1)
-    page = rows[:PAGE_SIZE]
-    next_cursor = _encode_cursor(page[-1].path) if len(rows) > PAGE_SIZE else None
     skills = shelf.resources() if shelf is not None and cursor is None else []
-    return types.ListResourcesResult(
-        resources=[*skills, *(_resource(row) for row in page)], next_cursor=next_cursor
-    )
+    listed = [_resource(row) for row in rows[:PAGE_SIZE]]
+
+    def page(count: int) -> types.ListResourcesResult:
+        more = count < len(rows)  # a page that would not fit one reply ends early; the cursor goes on
+        return types.ListResourcesResult(
+            resources=[*skills, *listed[:count]],
+            next_cursor=_encode_cursor(rows[count - 1].path) if more and count else None,
+        )
+
+    return page(max(1, longest_fitting(len(listed), lambda count: result_size(page(count)))))
 
 
 def list_templates() -> types.ListResourceTemplatesResult:
@@ -93,16 +100,30 @@ def read_resource(kb: KnowledgeBase, uri: str, shelf: SkillShelf | None = None) 
 
 def _read_document(kb: KnowledgeBase, uri: str, path: str) -> types.ReadResourceResult:
     doc = kb.load_servable(path)
-    text = doc.text
-    if doc.truncated:
-        text += (
-            f"\n\n[kbkit: TRUNCATED. This document's text is {doc.text_size} bytes; only the first "
-            f"{TEXT_CAP} bytes are shown. Read the rest with the get_document tool, "
-            f"path={doc.path!r}, offset={doc.next_offset}.]"
+
+    def result(text: str) -> types.ReadResourceResult:
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type=doc.media_type, text=text)]
         )
-    return types.ReadResourceResult(
-        contents=[types.TextResourceContents(uri=uri, mime_type=doc.media_type, text=text)]
-    )
+
+    def notice(shown: str) -> str:
+        return truncation_notice(
+            "This document's text",
+            doc.text_size,
+            shown,
+            f"Read the rest with the get_document tool, path={doc.path!r}, offset={len(shown)}.",
+        )
+
+    largest_notice = notice(doc.text)  # a longer text only lengthens the numbers in it
+    shown = fit_text(doc.text, _room(result(largest_notice)))
+    if len(shown) < len(doc.text) or doc.truncated:
+        return result(shown + notice(shown))
+    return result(shown)
+
+
+def _room(rest: types.ReadResourceResult) -> int:
+    """What more text may take, encoded, in front of the text `rest` already holds."""
+    return RESULT_LIMIT - result_size(rest) + encoded_size("")
 
 
 def _read_topic(kb: KnowledgeBase, uri: str, folder: str) -> types.ReadResourceResult:
@@ -111,21 +132,24 @@ def _read_topic(kb: KnowledgeBase, uri: str, folder: str) -> types.ReadResourceR
     rows = kb.list_servable(folder=folder, limit=TOPIC_LIMIT + 1)
     if not rows:
         raise MCPError(INVALID_PARAMS, f"no indexed documents under {folder!r}", {"uri": uri})
-    shown = rows[:TOPIC_LIMIT]
     heading = folder or "the knowledge base"
-    lines = [f"# Documents under {heading}", ""]
-    lines += [f"- [{row.title}]({doc_uri(row.path)}) `{row.path}` ({row.size} bytes)" for row in shown]
-    if len(rows) > TOPIC_LIMIT:
-        lines += [
-            "",
-            f"[kbkit: TRUNCATED. Only the first {TOPIC_LIMIT} documents are listed; "
-            "use resources/list or a deeper folder for the rest.]",
-        ]
-    return types.ReadResourceResult(
-        contents=[
-            types.TextResourceContents(uri=uri, mime_type="text/markdown", text="\n".join(lines) + "\n")
-        ]
-    )
+    entries = [f"- [{row.title}]({doc_uri(row.path)}) `{row.path}` ({row.size} bytes)" for row in rows]
+
+    def listing(count: int) -> types.ReadResourceResult:
+        lines = [f"# Documents under {heading}", "", *entries[:count]]
+        if count < len(rows):
+            lines += [
+                "",
+                f"[kbkit: TRUNCATED. Only the first {count} documents are listed; "
+                "use resources/list or a deeper folder for the rest.]",
+            ]
+        text = "\n".join(lines) + "\n"
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=text)]
+        )
+
+    limit = min(len(rows), TOPIC_LIMIT)
+    return listing(longest_fitting(limit, lambda count: result_size(listing(count))))
 
 
 def _resource(row: IndexedDocument) -> types.Resource:

@@ -17,11 +17,11 @@ from urllib.parse import quote, unquote
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
+from kbkit.catalog.agents import CANONICAL_SKILL_DIR
 from kbkit.errors import KbkitError
-from kbkit.kb.documents import TEXT_CAP
+from kbkit.kb.documents import cut_text, truncation_notice
 from kbkit.kb.parsers import TextFiles, decode_text
 from kbkit.skills import files
-from kbkit.skills.agents import CANONICAL_DIR
 from kbkit.skills.files import Tree
 from kbkit.skills.install import installed_problem
 from kbkit.skills.lock import read_lock
@@ -71,7 +71,7 @@ class SkillShelf:
         served, refused = [], []
         for name, entry in entries.items():
             try:
-                tree = files.read_tree(Path(self.root, CANONICAL_DIR, name), root=self.root)
+                tree = files.read_tree(Path(self.root, CANONICAL_SKILL_DIR, name), root=self.root)
                 if tree.hash() != entry.computed_hash:
                     refused.append(f"{name}: {installed_problem(self.root, name, entry)}")
                     continue
@@ -129,11 +129,13 @@ class SkillShelf:
             raise MCPError(
                 types.INVALID_PARAMS, f"{uri!r} is not a text file of skill {name!r}", {"uri": uri}
             )
-        encoded = text.encode("utf-8")
-        if len(encoded) > TEXT_CAP:
-            shown = encoded[:TEXT_CAP].decode("utf-8", "ignore")
-            text = (
-                f"{shown}\n\n[kbkit: TRUNCATED. Only the first {len(shown)} characters of {rel} are shown.]"
+        shown, cut = cut_text(text)
+        if cut:
+            text = shown + truncation_notice(
+                f"{rel} of skill {name!r}",
+                len(text.encode("utf-8")),
+                shown,
+                f"The whole file is {CANONICAL_SKILL_DIR}/{name}/{rel} in the project.",
             )
         return types.ReadResourceResult(
             contents=[

@@ -1,7 +1,11 @@
 """The kb tools: `search` and `get_document`. Computation goes here; reading is a resource.
 
 Each tool is one `KbTool`: its MCP declaration (schemas derived from the pydantic models
-below, so the schema and the validation cannot disagree) and the function that runs it.
+below, so the schema and the validation cannot disagree), the function that runs it, and how
+its result goes on the wire: every reply fits one message of the transport (docs/adr/0017).
+`search` sends its result as structured content and as the same JSON in a text block, dropping
+hits that would not fit; `get_document` sends the document's text once, as its own text block
+after the JSON of everything else, cut where the reply would not fit.
 """
 
 from __future__ import annotations
@@ -16,8 +20,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kbkit.errors import KbkitError
 from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.documents import TEXT_CAP
 from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, MAX_LIMIT, MIN_MAX_TOKENS
 from kbkit.kb.uris import doc_uri
+from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
+
+CAP = f"{TEXT_CAP >> 20} MiB"
+"""The text cap as tool descriptions state it."""
 
 
 class _Args(BaseModel):
@@ -64,14 +73,18 @@ class GetDocumentArgs(_Args):
 
 
 class DocumentOutput(BaseModel):
+    """Everything about the text but the text, which is the result's last text block."""
+
     path: str
     uri: str | None = Field(None, description="kb://doc/... when the document is also offered as a resource.")
     media_type: str
-    text: str
-    truncated: bool = Field(description="True when the text was cut at 1 MiB; read on from next_offset.")
+    truncated: bool = Field(
+        description=f"True when the text was cut (at {CAP}, or to fit one reply); read on from next_offset."
+    )
     size: int = Field(description="The file's size in bytes.")
     offset: int = 0
     next_offset: int | None = None
+    note: str | None = Field(None, description="How to read on, when the text was cut.")
 
 
 IndexingNote = Callable[[], str | None]
@@ -111,6 +124,57 @@ def _get_document(kb: KnowledgeBase, args: GetDocumentArgs, indexing: IndexingNo
     return out
 
 
+def structured_reply(data: dict[str, Any]) -> types.CallToolResult:
+    """The result as structured content, and the same JSON as a text block for clients that read only text."""
+    return types.CallToolResult(
+        content=[types.TextContent(text=json.dumps(data, ensure_ascii=False))],
+        structured_content=data,
+    )
+
+
+def _search_reply(data: dict[str, Any]) -> types.CallToolResult:
+    """Hits past what one reply holds are dropped, and the note says so."""
+    hits = data["results"]
+
+    def reply(count: int) -> types.CallToolResult:
+        if count == len(hits):
+            return structured_reply(data)
+        cut = f"the reply holds {count} of {len(hits)} hits (the most one message carries); lower limit"
+        note = f"{data['note']}; {cut}" if data.get("note") else cut
+        return structured_reply({**data, "results": hits[:count], "truncated": True, "note": note})
+
+    return reply(longest_fitting(len(hits), lambda count: result_size(reply(count))))
+
+
+def _document_reply(data: dict[str, Any]) -> types.CallToolResult:
+    """The text once, cut where the whole reply would outgrow one message."""
+    meta = {key: value for key, value in data.items() if key != "text"}
+    text = data["text"]
+    largest = {**meta, "truncated": True, "next_offset": meta["offset"] + len(text)}
+    largest["note"] = _read_on(largest["next_offset"])
+    room = RESULT_LIMIT - result_size(_document_result(largest, "")) + encoded_size("")
+    shown = fit_text(text, room)
+    if len(shown) < len(text):
+        meta |= {"truncated": True, "next_offset": meta["offset"] + len(shown)}
+    if meta["truncated"]:
+        meta["note"] = _read_on(meta["next_offset"])
+    return _document_result(meta, shown)
+
+
+def _document_result(meta: dict[str, Any], text: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[
+            types.TextContent(text=json.dumps(meta, ensure_ascii=False)),
+            types.TextContent(text=text),
+        ],
+        structured_content=meta,
+    )
+
+
+def _read_on(next_offset: int) -> str:
+    return f"the text was cut; call get_document again with offset={next_offset} for the rest"
+
+
 @dataclass(frozen=True)
 class KbTool:
     name: str
@@ -119,6 +183,7 @@ class KbTool:
     args: type[_Args]
     output: type[BaseModel]
     run: Callable[[KnowledgeBase, Any, IndexingNote], dict[str, Any]]
+    reply: Callable[[dict[str, Any]], types.CallToolResult] = structured_reply
 
     def declaration(self) -> types.Tool:
         return types.Tool(
@@ -148,10 +213,7 @@ class KbTool:
             data = self.run(kb, args, indexing)
         except KbkitError as exc:
             return tool_error(str(exc))
-        return types.CallToolResult(
-            content=[types.TextContent(text=json.dumps(data, ensure_ascii=False))],
-            structured_content=data,
-        )
+        return self.reply(data)
 
 
 KB_TOOLS: dict[str, KbTool] = {
@@ -169,18 +231,21 @@ KB_TOOLS: dict[str, KbTool] = {
             args=SearchArgs,
             output=SearchOutput,
             run=_search,
+            reply=_search_reply,
         ),
         KbTool(
             name="get_document",
             title="Read a document",
             description=(
                 "The text of any file under the kb folder with a supported extension, indexed or not, "
-                "by its path relative to that folder. Text over 1 MiB is cut: `truncated` says so and "
-                "`next_offset` is where to read on."
+                "by its path relative to that folder. The reply is a JSON block (path, size, truncated, "
+                f"next_offset), then the text. A text over {CAP}, or over what one reply carries, is "
+                "cut: `truncated` says so and `next_offset` is where to read on."
             ),
             args=GetDocumentArgs,
             output=DocumentOutput,
             run=_get_document,
+            reply=_document_reply,
         ),
     )
 }
@@ -192,7 +257,8 @@ def tool_error(message: str) -> types.CallToolResult:
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
-    return _strip_titles(model.model_json_schema())
+    schema: dict[str, Any] = _strip_titles(model.model_json_schema())
+    return schema
 
 
 def _strip_titles(node: Any) -> Any:

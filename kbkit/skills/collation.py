@@ -24,8 +24,7 @@ the order against the real `localeCompare` on a generated table.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
 
 _ASCII_ORDER = "\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
 """ASCII characters with a primary weight, in ICU root order (letters stand for both cases)."""
@@ -54,7 +53,7 @@ def _ascii_key(path: str) -> tuple[tuple[int, ...], tuple[bool, ...], str]:
 
 
 @functools.cache
-def _collator() -> Any:
+def _collator() -> Callable[[str], tuple[int, ...]]:
     """The UCA sort-key function with the CLDR root tailoring; built once, when first needed."""
     from pyuca.collator import Collator_10_0_0  # a quarter of a second to load: only for non-ASCII
 
@@ -63,4 +62,5 @@ def _collator() -> Any:
         primary = collator.table.find_prefix([ord(base)])[1][0][0]
         for rank, quote in enumerate(quotes, start=1):
             collator.table.add([ord(quote)], [[primary, _TAILORED_SECONDARY + rank, 0x0002]])
-    return collator.sort_key
+    sort_key: Callable[[str], tuple[int, ...]] = collator.sort_key  # pyuca is untyped: a tuple of weights
+    return sort_key

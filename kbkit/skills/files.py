@@ -98,7 +98,9 @@ def _open_folder(folder: Path, root: Path | None) -> int:
         raise SkillError(f"{folder} is not a readable folder ({exc.strerror})") from None
 
 
-def _collect(fd: int, prefix: str, files: dict, skipped: list[str], total: list[int]) -> None:
+def _collect(
+    fd: int, prefix: str, files: dict[str, tuple[bytes, int]], skipped: list[str], total: list[int]
+) -> None:
     with os.scandir(fd) as entries:
         names = sorted(entry.name for entry in entries)
     for name in names:

@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from kbkit.catalog.agents import AGENTS, CANONICAL_SKILL_DIR
 from kbkit.config import STATE_DIR, Settings
 from kbkit.errors import KbkitError
 from kbkit.skills import files
-from kbkit.skills.agents import AGENTS, CANONICAL_DIR
 from kbkit.skills.files import Tree
 from kbkit.skills.lock import Lock, LockEntry, read_lock
 from kbkit.skills.sources import Found, Source, discover, fetch, parse_source, source_of
@@ -72,7 +72,7 @@ class Scope:
 def agent_dirs(settings: Settings) -> list[str]:
     """The project folders (relative) that get a link or copy of each skill, canonical one excluded."""
     folders = (AGENTS[agent].project_dir for agent in settings.skills_agents)
-    return [f for f in dict.fromkeys(folders) if f is not None and f != CANONICAL_DIR]
+    return [f for f in dict.fromkeys(folders) if f is not None and f != CANONICAL_SKILL_DIR]
 
 
 def scope_of(settings: Settings, *, global_: bool = False) -> Scope:
@@ -92,7 +92,7 @@ def scope_of(settings: Settings, *, global_: bool = False) -> Scope:
                 "kbkit writes user skill folders only under it"
             )
         folders.append(path.relative_to(home).as_posix())
-    kept = [f for f in dict.fromkeys(folders) if f != CANONICAL_DIR]
+    kept = [f for f in dict.fromkeys(folders) if f != CANONICAL_SKILL_DIR]
     return Scope(home, tuple(kept), settings.skills_mode, global_=True)
 
 
@@ -101,7 +101,9 @@ def ignored_paths(settings: Settings) -> list[str]:
     names = list(read_lock(settings.root).entries())
     if not names:
         return []
-    return [f"/{CANONICAL_DIR}/"] + [f"/{folder}/{name}" for folder in agent_dirs(settings) for name in names]
+    return [f"/{CANONICAL_SKILL_DIR}/"] + [
+        f"/{folder}/{name}" for folder in agent_dirs(settings) for name in names
+    ]
 
 
 def install(
@@ -162,7 +164,6 @@ def install(
         if prune:
             report.backups += _prune(scope, report.unlocked)
             report.removed, report.unlocked = report.unlocked, []
-    _write_gitignore(settings)
     return report
 
 
@@ -180,7 +181,7 @@ def check(settings: Settings, *, global_: bool = False) -> SkillsReport:
             report.problems.append(f"{name}: {problem}")
             continue
         try:
-            tree = files.read_tree(Path(scope.root, CANONICAL_DIR, name), root=scope.root)
+            tree = files.read_tree(Path(scope.root, CANONICAL_SKILL_DIR, name), root=scope.root)
             report.warnings += parse_skill(tree.text(SKILL_FILE) or "", f"{name}/{SKILL_FILE}", name).warnings
         except SkillError as exc:
             report.problems.append(f"{name}: {exc}")
@@ -193,7 +194,7 @@ def check(settings: Settings, *, global_: bool = False) -> SkillsReport:
         return report
     report.unlocked = _unlocked(root, lock)
     report.warnings += [
-        f"{CANONICAL_DIR}/{name} is not in skills-lock.json (left alone; "
+        f"{CANONICAL_SKILL_DIR}/{name} is not in skills-lock.json (left alone; "
         "kbkit skills install --prune moves it to .kbkit/backups)"
         for name in report.unlocked
     ]
@@ -205,7 +206,7 @@ def installed_problem(
 ) -> str | None:
     """Why the installed copy of `name` under `root` is not what the lock pins (None when it is)."""
     try:
-        tree = files.read_tree(Path(root, CANONICAL_DIR, name), root=root)
+        tree = files.read_tree(Path(root, CANONICAL_SKILL_DIR, name), root=root)
     except SkillError as exc:
         if "does not exist" in str(exc):
             return "not installed; run kbkit skills install"
@@ -270,7 +271,6 @@ def remove(settings: Settings, name: str) -> SkillsReport:
     lock.write()
     report = SkillsReport(removed=[name])
     report.backups = _remove_installed(scope_of(settings), name, entry.computed_hash if entry else None)
-    _write_gitignore(settings)
     return report
 
 
@@ -359,13 +359,13 @@ def _place(scope: Scope, name: str, tree: Tree, digest: str, locked: str) -> lis
     """Write the canonical copy, then each agent folder's link or copy; return what was backed up."""
     root = scope.root
     backups = []
-    with files.folder(root, CANONICAL_DIR, create=True) as fd:
+    with files.folder(root, CANONICAL_SKILL_DIR, create=True) as fd:
         what = files.kind(fd, name)
-    if what != "missing" and not _replaceable(root, CANONICAL_DIR, name, {digest, locked}):
-        backups.append(_backup(root, CANONICAL_DIR, name))
-    files.write_tree(root, CANONICAL_DIR, name, tree)
+    if what != "missing" and not _replaceable(root, CANONICAL_SKILL_DIR, name, {digest, locked}):
+        backups.append(_backup(root, CANONICAL_SKILL_DIR, name))
+    files.write_tree(root, CANONICAL_SKILL_DIR, name, tree)
     for folder in scope.folders:
-        target = os.path.relpath(root / CANONICAL_DIR / name, root / folder)
+        target = os.path.relpath(root / CANONICAL_SKILL_DIR / name, root / folder)
         with files.folder(root, folder, create=True) as fd:
             what = files.kind(fd, name)
             if scope.mode == "symlink" and files.read_link(fd, name) == target:
@@ -396,7 +396,7 @@ def _backup(root: Path, parent: str, name: str) -> str:
 def _remove_installed(scope: Scope, name: str, locked: str | None) -> list[str]:
     root = scope.root
     backups = []
-    for folder in [CANONICAL_DIR, *scope.folders]:
+    for folder in [CANONICAL_SKILL_DIR, *scope.folders]:
         try:
             with files.folder(root, folder) as fd:
                 what = files.kind(fd, name)
@@ -415,7 +415,7 @@ def _unlocked(root: Path, lock: Lock) -> list[str]:
     """Skill folders in .agents/skills that no lock entry names (npx's own entries included)."""
     return [
         name
-        for name in files.names(root, CANONICAL_DIR)
+        for name in files.names(root, CANONICAL_SKILL_DIR)
         if not name.startswith(".") and name not in lock.skills
     ]
 
@@ -430,7 +430,7 @@ def _is_placed(scope: Scope, folder: str, name: str, digest: str) -> bool:
         with files.folder(root, folder) as fd:
             if scope.mode == "symlink":
                 return files.read_link(fd, name) == os.path.relpath(
-                    root / CANONICAL_DIR / name, root / folder
+                    root / CANONICAL_SKILL_DIR / name, root / folder
                 )
         return files.read_tree(Path(root, folder, name), root=root).hash() == digest
     except SkillError:
@@ -466,7 +466,7 @@ def _source_at_risk(name: str, entry: LockEntry) -> list[str]:
 def _mismatch(name: str, entry: LockEntry, tree: Tree, root: Path) -> str:
     differ = []
     try:
-        installed = files.read_tree(Path(root, CANONICAL_DIR, name), root=root)
+        installed = files.read_tree(Path(root, CANONICAL_SKILL_DIR, name), root=root)
         differ = _differing(installed, tree)
     except SkillError:
         pass
@@ -490,9 +490,3 @@ def _describe_change(entry: LockEntry, digest: str, commit: str | None) -> str:
     if commit and entry.commit and commit != entry.commit:
         change += f" ({entry.requested_ref or 'HEAD'}: {entry.commit[:12]} -> {commit[:12]})"
     return change
-
-
-def _write_gitignore(settings: Settings) -> None:
-    from kbkit.sync.gitignore import managed_entries, update_gitignore
-
-    update_gitignore(settings.root, managed_entries(settings))

@@ -77,7 +77,8 @@ class Lock:
 
     @property
     def skills(self) -> dict[str, Any]:
-        return self.raw["skills"]
+        skills: dict[str, Any] = self.raw["skills"]  # a JSON object: `read_lock` checks it is one
+        return skills
 
     def entries(self) -> dict[str, LockEntry]:
         """Entries kbkit can restore (valid name, known source type, every needed key)."""
@@ -142,7 +143,7 @@ def read_lock(root: Path) -> Lock:
     return Lock(path, data)
 
 
-def _entry_problem(name: str, item: Any) -> str | None:
+def _entry_problem(name: str, item: object) -> str | None:
     problem = name_problem(name)
     if problem is not None:
         return f"not a valid skill name ({problem}); fix or remove that entry"

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 import functools
 import unicodedata
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import re
+
+    import yaml
 
 from kbkit.errors import KbkitError
 
@@ -123,7 +129,7 @@ def _load_yaml(text: str, shown: str) -> dict[str, Any]:
     """YAML as StrictYAML reads it: text values only, no duplicates, no flow style, anchors or tags."""
     import yaml  # imported when a skill is read, not whenever kbkit starts
 
-    def fail(where: Any, why: str) -> SkillError:
+    def fail(where: yaml.Mark | None, why: str) -> SkillError:
         line = f"line {where.line + 2}: " if where is not None else ""
         return SkillError(f"{shown}: {line}{why}")
 
@@ -153,20 +159,20 @@ def _load_yaml(text: str, shown: str) -> dict[str, Any]:
 
 
 class _Duplicate(Exception):
-    def __init__(self, key: str, mark: Any) -> None:
+    def __init__(self, key: str, mark: yaml.Mark | None) -> None:
         self.key, self.mark = key, mark
 
 
-def _make_loader() -> type:
+def _make_loader() -> type[yaml.SafeLoader]:
     import yaml
 
     class TextLoader(yaml.SafeLoader):
         """SafeLoader with no implicit types: every scalar stays the text it was written as."""
 
-        yaml_implicit_resolvers: dict = {}
+        yaml_implicit_resolvers: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
 
-        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
-            seen: set[Any] = set()
+        def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, object]:
+            seen: set[object] = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=deep)
                 if key in seen:
@@ -178,5 +184,5 @@ def _make_loader() -> type:
 
 
 @functools.cache
-def _loader() -> type:
+def _loader() -> type[yaml.SafeLoader]:
     return _make_loader()

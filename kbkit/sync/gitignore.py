@@ -12,10 +12,11 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from kbkit.catalog.clients import CLIENTS
 from kbkit.config import ENV_FILE, LOCAL_CONFIG_FILE, STATE_DIR, Settings
 from kbkit.errors import SyncRefused
 from kbkit.fsutil import atomic_write_text, read_text_file
-from kbkit.sync.clients import CLIENTS
+from kbkit.skills.install import ignored_paths
 from kbkit.sync.preapprove import grants
 
 BEGIN = "# >>> kbkit >>>"
@@ -32,9 +33,12 @@ def managed_entries(settings: Settings) -> list[str]:
         client = CLIENTS[name]
         entries.append("/.agents/tool-cfg/" if client.user_level else f"/{client.path}")
     entries += [f"/{grant.path}" for grant in grants(settings, list(settings.sync_clients))]
-    from kbkit.skills.install import ignored_paths  # the skills kit knows where skills go
+    return entries + ignored_paths(settings)  # the skills kit knows where skills go
 
-    return entries + ignored_paths(settings)
+
+def refresh(settings: Settings) -> bool:
+    """Rewrite the managed block for this configuration (after skills are installed or removed)."""
+    return update_gitignore(settings.root, managed_entries(settings))
 
 
 def render_block(entries: Iterable[str]) -> str:

@@ -9,7 +9,7 @@ the user's file handled and each result checked).
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tomlkit
@@ -62,13 +62,13 @@ class ConfigText:
             data = data.get(key, {})
         return data == {}
 
-    def _toml(self, operation: Any, *args: Any) -> str:
+    def _toml(self, operation: Callable[..., str], *args: object) -> str:
         try:
             return operation(self.text, *args)
         except tomledit.TomlEditError as exc:
             raise SyncRefused(f"{self.shown}: {exc}; fix it by hand, then rerun kbkit sync") from None
 
-    def _json(self, operation: Any, *args: Any) -> str:
+    def _json(self, operation: Callable[..., str], *args: object) -> str:
         try:
             return operation(self.text, *args)
         except jsonc.JsoncError as exc:

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbkit.catalog.clients import CLIENTS, TOKEN_VAR, Client
 from kbkit.config import CONFIG_FILE, ENV_FILE, Settings, read_env_file
 from kbkit.errors import ConfigError, SyncRefused
 from kbkit.fsutil import atomic_write_text, read_text_file
 from kbkit.sync import preapprove
 from kbkit.sync.adopt import take_out_of_git
-from kbkit.sync.clients import CLIENTS, TOKEN_VAR, Client
 from kbkit.sync.gitignore import (
     block_is_current,
     in_git_work_tree,
@@ -35,7 +35,6 @@ from kbkit.sync.state import Owned, entry_hash, load_state, save_state
 STATE_FILE = "sync-state.json"
 SECRET_MIN_LENGTH = 8
 """Values shorter than this in .env.local (flags like MCP_ALLOW_ANONYMOUS=1) are not treated as secrets."""
-CHANGES = ("created", "updated", "removed")
 RERUN = "then rerun kbkit sync"
 
 
@@ -58,7 +57,9 @@ class SyncReport:
     gitignore: str = "unchanged"
     """unchanged | updated (or, in a check or dry run, stale)"""
     problems: list[str] = field(default_factory=list)
-    """What `--check` fails on."""
+    """What `--check` fails on in the client configs and the .gitignore block."""
+    skill_problems: list[str] = field(default_factory=list)
+    """What `--check` fails on in the installed skills (what `kbkit skills check` reports)."""
     notes: list[str] = field(default_factory=list)
     """What the user must know about the entries written (one line each)."""
     caveats: list[str] = field(default_factory=list)
@@ -67,12 +68,17 @@ class SyncReport:
     """Client files that `--adopt` took out of git (`git rm --cached`)."""
     diffs: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def failures(self) -> list[str]:
+        """Every line `--check` fails on; the skills' ones say so."""
+        return self.problems + [f"skills: {problem}" for problem in self.skill_problems]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": 1,
             "clients": [outcome.to_dict() for outcome in self.outcomes],
             "gitignore": self.gitignore,
-            "problems": self.problems,
+            "problems": self.failures,
             "notes": self.notes,
             "caveats": self.caveats,
             "adopted": self.adopted,
@@ -151,8 +157,8 @@ def sync(
         report.outcomes.append(_place_grant(grant, handle, previous, force, new_owned))
 
     for owner, previous in owned.items():
-        client = preapprove.client_of(owner)
-        if client is None or owner in wanted or (only is not None and client not in only):
+        agent = preapprove.client_of(owner)
+        if agent is None or owner in wanted or (only is not None and agent not in only):
             continue
         fmt = "toml" if not previous.key else "json"
         _retract_grant(owner, previous, file_for(previous.path, fmt), force, report, new_owned)
@@ -195,13 +201,16 @@ def sync(
     outputs = list(dict.fromkeys([CLIENTS[n].path for n in selected] + [g.path for g in wanted.values()]))
     git = in_git_work_tree(root)
     if mode == "check":
+        from kbkit.skills.install import check as check_skills  # only --check needs the skills kit
+
         report.problems = _problems(report, settings, outputs, git)
+        report.skill_problems = check_skills(settings).problems
         return report
     if mode == "dry-run":
         return report
 
     gitignore = root / ".gitignore"
-    previous = read_text_file(gitignore, fix=RERUN)
+    gitignore_before = read_text_file(gitignore, fix=RERUN)
     if report.gitignore == "updated":
         update_gitignore(root, ignore_entries)
     if git:
@@ -209,7 +218,7 @@ def sync(
             exposed = not_ignored(root, outputs)
             report.adopted = take_out_of_git(root, exposed, adopt=adopt, confirm=confirm)
         except SyncRefused:
-            _restore(gitignore, previous)  # a refusal writes nothing, the block included
+            _restore(gitignore, gitignore_before)  # a refusal writes nothing, the block included
             raise
     for path, f in changed.items():
         target = root / path
@@ -235,7 +244,7 @@ def _place(
     mine = previous is not None and previous.key == key and previous.path == client.path
     outcome = Outcome(name, client.path, "unchanged")
     if current is not None and current != desired and not force:
-        if not mine:
+        if previous is None or not mine:
             outcome.action, outcome.reason = (
                 "conflict",
                 (f"an entry named {key[-1]!r} that kbkit did not write is in the way"),
@@ -247,7 +256,7 @@ def _place(
             outcome.next_step = "put the change in kbkit.toml, or rerun with --force to overwrite it"
             return outcome
     same_file = previous is not None and previous.path == client.path
-    created_file = previous.created_file if same_file else handle.before is None
+    created_file = previous.created_file if previous is not None and same_file else handle.before is None
     if current != desired:
         handle.config.set(key, desired)
         outcome.action = "created" if handle.before is None else "updated"
@@ -413,9 +422,6 @@ def _problems(report: SyncReport, settings: Settings, outputs: list[str], git: b
             problems.append(f"{outcome.path}: out of date ({outcome.client}); run kbkit sync")
         elif outcome.action == "conflict":
             problems.append(f"{outcome.path}: {outcome.reason}")
-    from kbkit.skills.install import check as check_skills  # only --check needs the skills kit
-
-    problems += [f"skills: {problem}" for problem in check_skills(settings).problems]
     if report.gitignore == "stale":
         problems.append(".gitignore: the kbkit block is out of date; run kbkit sync")
     elif git:

@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from kbkit.catalog.clients import CLIENTS, Client
 from kbkit.config import KB_TOOL_NAMES, Settings
-from kbkit.sync.clients import CLIENTS, Client
 from kbkit.sync.merge import ConfigText
 from kbkit.sync.state import Owned, entry_hash
 
@@ -133,7 +133,7 @@ def place(
     )
     added_before = set(mine.items) if mine else set()
     if grant.kind == "list":
-        items = list(current or [])
+        items = list(current) if isinstance(current, list) else []
         stale = added_before - set(grant.names)
         kept = [name for name in items if name not in stale]
         added = tuple(n for n in grant.names if n in added_before or n not in items)
@@ -141,7 +141,7 @@ def place(
         if new != items:
             config.set(grant.key, new)
     else:
-        members = dict(current or {})
+        members = dict(current) if isinstance(current, dict) else {}
         for name in added_before - set(grant.names):
             if members.get(name) == ALLOW:
                 config.delete((*grant.key, name))
@@ -201,4 +201,4 @@ def _holds_nothing(value: Any) -> bool:
     """An empty container, or objects that hold nothing but empty containers."""
     if isinstance(value, dict):
         return all(_holds_nothing(item) for item in value.values())
-    return value == []
+    return isinstance(value, list) and not value

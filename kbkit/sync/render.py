@@ -22,8 +22,8 @@ from typing import Any
 
 import jinja2
 
+from kbkit.catalog.clients import DIRECT_HTTP, RELAY, TOKEN_VAR, Client
 from kbkit.shipped import shipped
-from kbkit.sync.clients import DIRECT_HTTP, RELAY, TOKEN_VAR, Client
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ def token_reference(client: Client) -> str:
 
 def render_entry(client: Client, source: EntrySource) -> dict[str, Any]:
     """The entry's data, exactly as it will sit in the client's file."""
+    context: dict[str, object]
     if source.direct_http(client):
         context = {
             "transport": "http",

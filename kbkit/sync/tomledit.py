@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import tomlkit
 from tomlkit.container import OutOfOrderTableProxy
@@ -71,7 +71,12 @@ def _first_faithful(attempts: list[Callable[[], str]], expected: dict[str, Any],
     )
 
 
+@overload
+def _parent_data(data: dict[str, Any], path: Sequence[str], *, create: Literal[True]) -> dict[str, Any]: ...
+@overload
+def _parent_data(data: dict[str, Any], path: Sequence[str], *, create: bool) -> dict[str, Any] | None: ...
 def _parent_data(data: dict[str, Any], path: Sequence[str], *, create: bool) -> dict[str, Any] | None:
+    """The table holding `path`'s last key (made on the way when `create`); None when absent."""
     node: Any = data
     for key in path[:-1]:
         if key not in node:
@@ -81,7 +86,8 @@ def _parent_data(data: dict[str, Any], path: Sequence[str], *, create: bool) -> 
         node = node[key]
         if not isinstance(node, dict):
             raise TomlEditError(f"[{key}] is not a table")
-    return node
+    table: dict[str, Any] = node  # a dict, checked at each step above
+    return table
 
 
 def _inline_on_path(text: str, path: Sequence[str]) -> bool:

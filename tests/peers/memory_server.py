@@ -5,7 +5,7 @@ Built with the SDK like a real upstream: streamable HTTP, a bearer key checked o
 tool (so a clash with kb's own tool can be seen), and Hindsight's habit of reporting some
 failures as ordinary results (`{"status": "error"}`, `{"error": ...}` with isError false).
 
-    python tests/peers/memory_server.py --port 8765 --key KEY [--slow-recall SECONDS] [--header-log FILE]
+    python tests/peers/memory_server.py (--port 8765 | --fd FD) --key KEY [--slow-recall SECONDS] [--header-log FILE]
         [--key-file FILE] [--huge-recall BYTES] [--json-response]
     python tests/peers/memory_server.py --stdio [--env-dump FILE] [--huge-recall BYTES] [--die-on-retain] [--echo-key]
 
@@ -22,6 +22,7 @@ import argparse
 import hmac
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -154,6 +155,7 @@ class RequireKey:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int)
+    parser.add_argument("--fd", type=int, help="serve on this inherited socket, bound by the caller")
     parser.add_argument("--key")
     parser.add_argument("--key-file", help="the accepted key is read from this file at every request")
     parser.add_argument("--slow-recall", type=float, default=0.0)
@@ -177,7 +179,11 @@ def main() -> None:
         args.header_log,
         args.key_file,
     )
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    if args.fd is None:
+        uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    else:  # the caller bound the port and keeps its number: nothing can take it in between
+        config = uvicorn.Config(app, log_level="warning")
+        uvicorn.Server(config).run(sockets=[socket.socket(fileno=args.fd)])
 
 
 async def _serve_stdio(server: Server[Any]) -> None:

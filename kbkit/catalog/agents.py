@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-CANONICAL_DIR = ".agents/skills"
+CANONICAL_SKILL_DIR = ".agents/skills"
+"""Where each skill's canonical copy is installed; many agents read it directly."""
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-CANONICAL_SKILL_DIR = ".agents/skills"
-"""Where each skill's canonical copy is installed; many agents read it directly (each agent's
-own skill folder: kbkit.skills.agents)."""
-
 TOKEN_VAR = "MCP_TOKEN"
 """The shared secret of a remote `kbkit serve --http`, named in entries, never written into them."""
 RELAY = "relay"

@@ -1,0 +1,16 @@
+"""The file types kbkit reads, by extension: the names `[parsers] enabled` takes.
+
+Each maps to the media type of the text kbkit serves for it (a PDF is served as its extracted
+plain text). kbkit/kb/parsers.py gives each one its extractor.
+"""
+
+from __future__ import annotations
+
+FILE_TYPES: dict[str, str] = {
+    "md": "text/markdown",
+    "markdown": "text/markdown",
+    "txt": "text/plain",
+    "rst": "text/x-rst",
+    "pdf": "text/plain",
+}
+"""Every file type kbkit ships a parser for: extension (no dot, lower case) -> served media type."""

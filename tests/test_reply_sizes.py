@@ -1,0 +1,143 @@
+"""Every reply fits one message of the transport: large and escaping-heavy documents, long search
+hit lists and topic listings reach the MCP SDK's own HTTP client in both protocol eras, which
+refuses a server-sent event over 1 MiB. What does not fit is cut, the cut is said, and reading on
+from `next_offset` gets the rest, nothing lost or repeated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import ERAS, HttpServer, document_text, http_client, make_project
+
+from kbkit.server.replies import REPLY_LIMIT, encoded_size, fit_text
+
+pytestmark = pytest.mark.anyio
+
+LINES = "".join(f'line {n:06}: "quoted", a back\\slash and a tab\there.\n' for n in range(19_000))
+"""990 KB of plain text with the escapes every document has: 1.08 MB as JSON, just over a reply
+(and under a million characters, so every number in the envelope has as many digits as a cut's)."""
+HOSTILE = "".join(f"\x01\x02\x1b[0m 🙂 ünïcode {n:06}\n" for n in range(60_000))
+"""Control characters (six bytes each as JSON), an emoji (twelve, escaped) and accents: 1.7 MB of
+UTF-8 that takes 3.7 MB as escaped JSON."""
+DEEP = "/".join(f"{i:02}" + "d" * 240 for i in range(15))
+"""A 3.6 KB folder path: a hit or a listing entry under it is that big, twice over."""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    docs = {"big-0.md": LINES, "hostile.md": HOSTILE}
+    docs |= {f"{DEEP}/n{i:03}.md": f"# Note {i}\n\nneedle in a deep folder\n" for i in range(160)}
+    root = make_project(tmp_path_factory.mktemp("replies") / "p", docs)
+    running = HttpServer(root).wait_ready(timeout=60)
+    yield running
+    running.stop()
+
+
+async def read_whole(client, path: str) -> tuple[str, int]:  # noqa: ANN001 - an mcp Client
+    """Every piece of a document through get_document; returns the text and how many replies it took."""
+    pieces, offset, replies = [], 0, 0
+    while True:
+        result = await client.call_tool("get_document", {"path": path, "offset": offset})
+        assert not result.is_error, result.content
+        replies += 1
+        data = result.structured_content
+        assert json.loads(result.content[0].text) == data and "text" not in data
+        pieces.append(document_text(result))
+        if not data["truncated"]:
+            assert "next_offset" not in data and "note" not in data
+            return "".join(pieces), replies
+        assert (
+            data["next_offset"] == offset + len(pieces[-1])
+            and f"offset={data['next_offset']}" in data["note"]
+        )
+        offset = data["next_offset"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_document_that_exactly_fills_a_reply_comes_whole_and_one_character_more_is_cut(
+    server: HttpServer, mode: str
+) -> None:
+    async with http_client(server.url, mode) as client:
+        first = await client.call_tool("get_document", {"path": "big-0.md"})
+        assert not first.is_error and first.structured_content["truncated"]
+        cut = first.structured_content["next_offset"]
+        assert document_text(first) == LINES[:cut]
+        assert encoded_size(LINES[:cut]) > REPLY_LIMIT - 16 * 1024  # the reply is as full as it may be
+        docs = Path(server.log_path).parent / "docs"
+        (docs / f"fill{mode[0]}.md").write_text(LINES[:cut])  # a name as long, so the same envelope
+        (docs / f"over{mode[0]}.md").write_text(LINES[: cut + 1])
+        for path in (f"fill{mode[0]}.md", f"over{mode[0]}.md"):  # indexed, so it has a uri too
+            with anyio.fail_after(30):
+                while (
+                    "uri" not in (await client.call_tool("get_document", {"path": path})).structured_content
+                ):
+                    await anyio.sleep(0.1)
+        whole = await client.call_tool("get_document", {"path": f"fill{mode[0]}.md"})
+        assert document_text(whole) == LINES[:cut] and whole.structured_content["truncated"] is False
+        over = await client.call_tool("get_document", {"path": f"over{mode[0]}.md"})
+        assert over.structured_content["truncated"] and over.structured_content["next_offset"] == cut
+        text, replies = await read_whole(client, "big-0.md")
+        assert text == LINES and replies >= 2
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_an_escaping_heavy_document_is_cut_on_its_encoded_size_and_reads_on_exactly(
+    server: HttpServer, mode: str
+) -> None:
+    async with http_client(server.url, mode) as client:
+        text, replies = await read_whole(client, "hostile.md")
+        assert text == HOSTILE
+        assert replies > encoded_size(HOSTILE) // REPLY_LIMIT  # 1.7 MB of UTF-8, 3.7 MB on the wire
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_resource_read_is_cut_to_fit_and_says_where_to_read_on(server: HttpServer, mode: str) -> None:
+    async with http_client(server.url, mode) as client:
+        for path, full in (("hostile.md", HOSTILE), ("big-0.md", LINES)):
+            text = (await client.read_resource(f"kb://doc/{path}")).contents[0].text
+            shown, _, notice = text.rpartition("\n\n[kbkit: TRUNCATED")
+            assert shown and full.startswith(shown), path
+            assert (
+                f"offset={len(shown)}.]" in notice and f"only the first {len(shown.encode())} bytes" in notice
+            )
+            rest = await client.call_tool("get_document", {"path": path, "offset": len(shown)})
+            assert full[len(shown) :].startswith(document_text(rest))
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_search_whose_hits_outgrow_a_reply_is_cut_and_says_so(server: HttpServer, mode: str) -> None:
+    async with http_client(server.url, mode) as client:
+        await client.list_tools()  # the client checks results against the schema it listed
+        result = await client.call_tool("search", {"query": "needle", "limit": 100, "max_tokens": 10**7})
+        assert not result.is_error
+        data = result.structured_content
+        assert json.loads(result.content[0].text) == data
+        assert 10 < len(data["results"]) < 100 and data["truncated"] is True
+        assert f"holds {len(data['results'])} of 100 hits" in data["note"]
+        few = await client.call_tool("search", {"query": "needle", "limit": 5, "max_tokens": 10**7})
+        assert len(few.structured_content["results"]) == 5 and few.structured_content["truncated"] is False
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_topic_listing_that_outgrows_a_reply_is_cut_with_a_notice(
+    server: HttpServer, mode: str
+) -> None:
+    async with http_client(server.url, mode) as client:
+        text = (await client.read_resource("kb://topic/")).contents[0].text
+        listed = [line for line in text.splitlines() if line.startswith("- [")]
+        assert 10 < len(listed) < 162
+        assert f"[kbkit: TRUNCATED. Only the first {len(listed)} documents are listed;" in text
+
+
+def test_fit_text_finds_the_longest_prefix_that_fits() -> None:
+    for text in (LINES[:5000], HOSTILE[:5000], "🙂" * 3000, ""):
+        for budget in (0, 2, 3, 13, 1000, 7777, 10**6):
+            shown = fit_text(text, budget)
+            assert text.startswith(shown)
+            if shown:
+                assert encoded_size(shown) <= budget, (budget, len(shown))
+            if shown != text:
+                assert encoded_size(text[: len(shown) + 1]) > budget, (budget, len(shown))
