@@ -63,10 +63,10 @@ def boot_lines(
         "index: brought up to date in the background (a line says when it has finished)"
         + ("; watching for changes" if watching else "; not watching (--no-watch or [kb] watch = false)"),
         f"parsers: {', '.join(settings.parsers)}",
+        *([search] if search else []),
         f"tools: {', '.join(tools) or 'none ([server] tools is empty)'}",
         memory,
     ]
-    lines += [search] if search else []
     return [f"{PREFIX} {line}" for line in lines]
 
 

@@ -10,9 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command, make_project
+from conftest import kbkit_command, make_project, serve_in_memory
 
 from kbkit.config import load_settings
+from kbkit.errors import QueryError
 from kbkit.kb import parsers, search
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.fields import INDEX_TEXT_CAP
@@ -111,3 +112,44 @@ def test_a_page_indexed_in_part_is_said_in_the_summary_and_listed_by_skipped(den
     assert result.returncode == 0, result.stderr
     assert "1 indexed in part (only the first 4 MiB of text is searchable" in result.stdout
     assert re.search(r"indexed in part dense\.md: \d+ bytes of text, only the first 4 MiB", result.stdout)
+
+
+@pytest.fixture(scope="module")
+def many_hits(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """1,500 pages that all match: ranking them takes SQLite well past a few thousand steps."""
+    files = {f"page{i:04}.md": f"# Page {i}\n\nhow to deploy service number {i}\n" for i in range(1500)}
+    root = make_project(tmp_path_factory.mktemp("many") / "p", files)
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+    finally:
+        kb.close()
+    return root
+
+
+def test_a_search_over_its_time_budget_is_stopped_with_a_line_saying_how_to_narrow_it(
+    many_hits: Path,
+) -> None:
+    kb = KnowledgeBase.open(load_settings(many_hits))
+    try:
+        with pytest.raises(
+            QueryError, match=r"ran past its 0 s budget and was stopped; use more specific words"
+        ):
+            kb.search("deploy", seconds=0)
+        assert len(kb.search("deploy", limit=5).results) == 5  # the same connection serves the next search
+    finally:
+        kb.close()
+
+
+@pytest.mark.anyio
+async def test_a_search_tool_call_over_budget_is_an_error_result_and_the_server_keeps_serving(
+    many_hits: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with serve_in_memory(many_hits) as client:
+        monkeypatch.setattr(search, "SEARCH_SECONDS", 0.0)
+        stopped = await client.call_tool("search", {"query": "deploy"})
+        assert stopped.is_error
+        assert "budget and was stopped" in stopped.content[0].text
+        monkeypatch.setattr(search, "SEARCH_SECONDS", 10.0)
+        served = await client.call_tool("search", {"query": "deploy", "limit": 3})
+        assert not served.is_error and len(served.structured_content["results"]) == 3

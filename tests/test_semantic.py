@@ -197,7 +197,9 @@ async def test_the_server_embeds_in_the_background_and_says_so_at_boot(tmp_path:
     root = make_project(tmp_path / "p", DOCS, config=HYBRID)
     log = tmp_path / "stderr.log"
     async with serve_stdio(root, stderr_path=log) as client:
-        assert "search: hybrid, BM25 + all-MiniLM-L6-v2 int8; 0 of " in log.read_text()
+        assert "search: hybrid, BM25 + all-MiniLM-L6-v2 int8; documents are embedded in the background" in (
+            log.read_text()
+        )
         deadline = time.monotonic() + 120
         while True:  # the first answers may come from BM25 alone while vectors are computed
             result = await client.call_tool("search", {"query": PARAPHRASE})

@@ -25,7 +25,7 @@ def index(
 ) -> None:
     """Bring the index up to date with the kb folder (incremental); with hybrid search on, embed too."""
     from kbkit.diagnostics import describe_scan
-    from kbkit.kb.fields import describe_cap, partly_indexed_sql
+    from kbkit.kb.fields import describe_cap
 
     _, kb = open_kb(root, deep=True)
     try:
@@ -44,7 +44,7 @@ def index(
         if skipped:
             for path, reason in kb.store.skipped():
                 typer.echo(f"  skipped {path}: {reason}")
-            for path, size in kb.store.reader().execute(partly_indexed_sql()):
+            for path, size in kb.store.partly_indexed():
                 typer.echo(f"  indexed in part {path}: {size} bytes of text, {describe_cap()}")
     finally:
         kb.close()

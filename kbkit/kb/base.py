@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar, Unpack
 
 from kbkit.config import Settings
-from kbkit.errors import DocumentRefused
+from kbkit.errors import DocumentRefused, IndexUnavailable
 from kbkit.kb import documents, indexer, search
 from kbkit.kb.documents import Document, IndexedDocument
 from kbkit.kb.ignore import IgnoreRules
@@ -105,10 +105,12 @@ class KnowledgeBase:
         """(fine, a line): hybrid on or off, the model, how many documents are embedded, why off."""
         from kbkit.kb import semantic
 
+        if self.hybrid is None or not self.store.prepared:
+            # A server opens its index in the background (docs/adr/0012): nothing to count yet.
+            return semantic.describe(self.hybrid, self.hybrid_off, None)
         try:
-            conn = self.store.reader() if self.hybrid is not None else None
-            return semantic.describe(self.hybrid, self.hybrid_off, conn)
-        except sqlite3.Error as exc:
+            return semantic.describe(self.hybrid, self.hybrid_off, self.store.reader())
+        except (IndexUnavailable, *SqliteError) as exc:
             return False, f"search: the index could not be read ({exc})"
 
     def dense_ranker(self) -> search.DenseRanker | None:

@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypedDict
 from kbkit.errors import QueryError
 from kbkit.kb.fields import COLUMNS
 from kbkit.kb.parsers import Registry
-from kbkit.kb.store import SqliteError, Store, index_error
+from kbkit.kb.store import Deadline, SqliteError, Store, index_error
 from kbkit.kb.uris import doc_uri
 
 MAX_TERMS = 64
@@ -213,12 +213,18 @@ DENSE_WEIGHT = 1.0
 """The dense ranking's share in the fusion, relative to BM25's 1.0."""
 
 
+SEARCH_SECONDS = 10.0
+"""A search's time budget. The work per hit is bounded (snippet windows, marks); what is left is
+SQLite's ranking, which the budget stops: the caller gets a QueryError saying how to narrow it."""
+
+
 class SearchOptions(TypedDict, total=False):
     """`search`'s keyword options, for callers that pass them through."""
 
     limit: int
     path_prefix: str | None
     max_tokens: int | None
+    seconds: float | None
 
 
 def search(
@@ -230,7 +236,9 @@ def search(
     path_prefix: str | None = None,
     max_tokens: int | None = DEFAULT_MAX_TOKENS,
     dense: DenseRanker | None = None,
+    seconds: float | None = None,
 ) -> SearchResult:
+    """Rank the documents matching `query`; `seconds` is the time budget (SEARCH_SECONDS)."""
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
     if max_tokens is not None and max_tokens < MIN_MAX_TOKENS:
@@ -243,21 +251,29 @@ def search(
         raise QueryError("path_prefix is not valid Unicode (it holds a lone surrogate)") from None
     pool = limit + FOLD_MARGIN
     conn = store.reader()
+    budget_seconds = SEARCH_SECONDS if seconds is None else seconds
+    deadline = Deadline(conn, budget_seconds)
     try:
-        ranked = _lexical(conn, compiled, prefix, pool)
-        if dense is not None:
-            ranked = _fuse(conn, ranked, dense.rank(query, pool, path_prefix=prefix), pool)
-        hits, folded = _fold(ranked)
-        hits = hits[:limit]
-        snippets: dict[int, str] = {}
-        if hits:
-            sql = _SNIPPET_SQL.format(ids=",".join(str(hit.doc_id) for hit in hits))
-            pattern = marker(compiled.terms)
-            snippets = {
-                rowid: snippet_window(body, pattern, description or title)
-                for rowid, title, description, body in conn.execute(sql)
-            }
+        with deadline:
+            ranked = _lexical(conn, compiled, prefix, pool)
+            if dense is not None:
+                ranked = _fuse(conn, ranked, dense.rank(query, pool, path_prefix=prefix), pool)
+            hits, folded = _fold(ranked)
+            hits = hits[:limit]
+            snippets: dict[int, str] = {}
+            if hits:
+                sql = _SNIPPET_SQL.format(ids=",".join(str(hit.doc_id) for hit in hits))
+                pattern = marker(compiled.terms)
+                snippets = {
+                    rowid: snippet_window(body, pattern, description or title)
+                    for rowid, title, description, body in conn.execute(sql)
+                }
     except SqliteError as exc:
+        if deadline.expired:
+            raise QueryError(
+                f"the search ran past its {budget_seconds:g} s budget and was stopped; "
+                "use more specific words or a path_prefix"
+            ) from None
         raise index_error(exc, "the search could not run against", store.path) from None
 
     result = SearchResult()

