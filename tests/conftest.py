@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, chdir, contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, TypeVar
 
@@ -83,6 +83,24 @@ def kbkit_command() -> list[str]:
         return [str(script)]
     found = shutil.which("kbkit")
     return [found] if found else [sys.executable, "-m", "kbkit"]
+
+
+def kbkit_in_process(
+    *args: str, env: Mapping[str, str | None] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`kbkit ARGS` run in this process (typer's CliRunner on kbkit's app, behind the same error
+    boundary), returned as `subprocess.run` would return it: exit code, stdout, stderr.
+
+    For what a command prints, exits with and writes, without a process start (about half a second
+    of CPU each). The launch itself (the console script, its environment checks) is what the tests
+    that run `kbkit_command()` are for. In `env`, None removes a variable for the run."""
+    from typer.testing import CliRunner
+
+    from kbkit.cli import app
+
+    with chdir(cwd) if cwd is not None else nullcontext():
+        result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+    return subprocess.CompletedProcess(["kbkit", *args], result.exit_code, result.stdout, result.stderr)
 
 
 @asynccontextmanager
