@@ -313,9 +313,12 @@ def _child_env(token: str | None, extra: Mapping[str, str] | None) -> dict[str, 
     return {**env, **(extra or {})}
 
 
-@pytest.fixture
-def http_server(project: Path):
-    server = HttpServer(project).wait_ready()
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One `kbkit serve --http` over SAMPLE_DOCS, started once for a module's tests that only send
+    it requests (none changes its files or settings). Those tests carry one xdist_group mark, so a
+    single worker starts it."""
+    server = HttpServer(make_project(tmp_path_factory.mktemp("http") / "project")).wait_ready()
     yield server
     server.stop()
 
