@@ -18,6 +18,7 @@ from typing import IO, TypeVar
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from peers.launch import Forked
 
 T = TypeVar("T")
 
@@ -207,7 +208,8 @@ _LISTENING = re.compile(r"\] http: http://\S+:(\d+)/mcp ")
 
 
 class HttpServer:
-    """`kbkit serve --http` in a subprocess on loopback.
+    """`kbkit serve --http` in a process of its own on loopback: forked from a preloaded parent
+    (tests/peers/launch.py), or with `exec_script` the console script started as agents start it.
 
     Without `port` the server binds port 0 and reports the port it got, so no free port is guessed
     (and raced for) beforehand; with `port` (a restart on the same address) a bind that fails
@@ -222,9 +224,11 @@ class HttpServer:
         token: str | None = TEST_TOKEN,
         port: int | None = None,
         open_files: tuple[int, int] | None = None,
+        exec_script: bool = False,
     ) -> None:
         """`open_files`: the (soft, hard) RLIMIT_NOFILE the server starts under."""
         self.root = root
+        self._exec_script = exec_script
         self.fixed_port = port
         self.port = port or 0
         self.log_path = root / "http-stderr.log"
@@ -246,12 +250,13 @@ class HttpServer:
         if self._log is not None:
             self._log.close()
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+        argv = ["serve", "--http", "--root", str(self.root), "--port", str(self.fixed_port or 0), *self._args]
+        self.process: subprocess.Popen[bytes] | Forked
+        if not self._exec_script:
+            self.process = Forked(argv, env=self._env, stderr_path=self.log_path, open_files=self._open_files)
+            return
         self.process = subprocess.Popen(
-            [
-                *kbkit_command(),
-                *("serve", "--http", "--root", str(self.root), "--port", str(self.fixed_port or 0)),
-                *self._args,
-            ],
+            [*kbkit_command(), *argv],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
@@ -317,8 +322,10 @@ def _child_env(token: str | None, extra: Mapping[str, str] | None) -> dict[str, 
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     """One `kbkit serve --http` over SAMPLE_DOCS, started once for a module's tests that only send
     it requests (none changes its files or settings). Those tests carry one xdist_group mark, so a
-    single worker starts it."""
-    server = HttpServer(make_project(tmp_path_factory.mktemp("http") / "project")).wait_ready()
+    single worker starts it. It is the console script, started as agents start it."""
+    server = HttpServer(
+        make_project(tmp_path_factory.mktemp("http") / "project"), exec_script=True
+    ).wait_ready()
     yield server
     server.stop()
 

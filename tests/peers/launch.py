@@ -1,25 +1,47 @@
-"""Peers forked from one parent per test process that has imported them already (multiprocessing's
-forkserver, preloaded): each start costs a fork instead of the ~1.5 s of CPU that importing the MCP
-SDK takes. Each peer is still a process of its own, killed and restarted like one."""
+"""Processes forked from one parent per test process that has imported what they run already
+(multiprocessing's forkserver, preloaded): each start costs a fork instead of the ~1.5 s of CPU that
+importing the MCP SDK takes in a fresh interpreter. Each is still a process of its own, with its
+own sockets, file descriptors, limits and signals, killed and restarted like one.
+
+Launching the console script itself (its interpreter start, its environment checks) is what the
+tests that run `kbkit_command()` are for."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import resource
+import signal
 import socket
+import subprocess
 import sys
+from collections.abc import Mapping
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 
 _CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(["peers.memory_server"])
+_CONTEXT.set_forkserver_preload(
+    [
+        "peers.memory_server",
+        "kbkit.cli",
+        "kbkit.diagnostics",
+        "kbkit.server.factory",
+        "kbkit.server.http",
+        "kbkit.server.stdio",
+    ]
+)
+
+
+def _quiet(*fds: int) -> None:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in fds:
+        os.dup2(null, fd)
 
 
 def _run_memory_peer(argv: list[str], sock: socket.socket) -> None:
     from peers import memory_server
 
-    quiet = os.open(os.devnull, os.O_WRONLY)  # as a subprocess with its output sent to DEVNULL
-    os.dup2(quiet, 1)
-    os.dup2(quiet, 2)
+    _quiet(1, 2)  # as a subprocess with its output sent to DEVNULL
     sys.argv = ["memory_server.py", *argv, "--fd", str(sock.detach())]
     memory_server.main()
 
@@ -29,3 +51,67 @@ def start_memory_peer(argv: list[str], sock: socket.socket) -> BaseProcess:
     process = _CONTEXT.Process(target=_run_memory_peer, args=(argv, sock), daemon=True)
     process.start()
     return process
+
+
+def _run_kbkit(
+    argv: list[str], env: dict[str, str], stderr_path: str, open_files: tuple[int, int] | None
+) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    _quiet(0, 1)
+    log = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
+    os.dup2(log, 2)
+    os.close(log)
+    if open_files is not None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+    sys.argv = ["kbkit", *argv]
+    from kbkit.entry import main
+
+    main()
+
+
+class Forked:
+    """`kbkit ARGS` in a forked process, with the part of subprocess.Popen's interface tests use:
+    stdin and stdout on /dev/null, stderr appended to `stderr_path`, the environment `env` only."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        env: Mapping[str, str],
+        stderr_path: Path,
+        open_files: tuple[int, int] | None = None,
+    ) -> None:
+        self._process = _CONTEXT.Process(
+            target=_run_kbkit, args=(argv, dict(env), str(stderr_path), open_files), daemon=True
+        )
+        self._process.start()
+        self.args = ["kbkit", *argv]
+
+    @property
+    def pid(self) -> int:
+        assert self._process.pid is not None
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return self._process.exitcode
+
+    def send_signal(self, sig: int) -> None:
+        if self._process.exitcode is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
