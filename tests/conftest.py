@@ -18,7 +18,7 @@ from typing import IO, TypeVar
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from peers.launch import Forked
+from peers.launch import Forked, stop_forkserver
 
 T = TypeVar("T")
 
@@ -65,6 +65,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest tests (marked `slow`: a fresh virtualenv each) go first, so the workers run
     them beside the rest instead of after it."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_sessionfinish() -> None:
+    """Forked servers and peers (tests/peers/launch.py) are stopped by the tests; their parent
+    goes last, reaped here."""
+    stop_forkserver()
 
 
 @pytest.fixture
