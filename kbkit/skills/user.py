@@ -91,7 +91,7 @@ def remove_user(settings: Settings, name: str) -> SkillsReport:
     digest = recorded.folder_hash if recorded else ""
     canonical = home / CANONICAL_SKILL_DIR / name
     doomed, changed, left = [], [], []
-    for folder in dict.fromkeys((CANONICAL_SKILL_DIR, *scope.folders, *_other_agent_folders(settings))):
+    for folder in dict.fromkeys((CANONICAL_SKILL_DIR, *scope.folders, *_user_folders(settings))):
         mine = folder in (CANONICAL_SKILL_DIR, *scope.folders)
         try:
             with files.folder(home, folder) as fd:
@@ -133,6 +133,7 @@ def list_user(settings: Settings) -> tuple[list[UserSkillRow], list[str]]:
     skill folders in the user's canonical folder that no lock records; and the unusable entries."""
     home = home_of(settings.env)
     lock = read_user_lock(settings.env)
+    folders = _user_folders(settings)
     rows: list[UserSkillRow] = [
         {
             "name": name,
@@ -140,8 +141,8 @@ def list_user(settings: Settings) -> tuple[list[UserSkillRow], list[str]]:
             "source": entry.source,
             "ref": entry.ref,
             "skillFolderHash": entry.folder_hash,
-            "path": str(home / CANONICAL_SKILL_DIR / name),
-            "state": installed_problem(home, entry) or "installed and verified",
+            "path": str(home / (_copy_of(home, folders, name) or CANONICAL_SKILL_DIR) / name),
+            "state": installed_problem(home, folders, entry) or "installed and verified",
         }
         for name, entry in lock.entries().items()
     ]
@@ -170,8 +171,9 @@ def check_user(settings: Settings) -> SkillsReport:
     lock = read_user_lock(settings.env)
     report.warnings += [f"not checked: {line}" for line in lock.unusable()]
     project = read_lock(settings.root).skills
+    folders = _user_folders(settings)
     for name, entry in lock.entries().items():
-        if name not in project and (problem := installed_problem(home, entry)):
+        if name not in project and (problem := installed_problem(home, folders, entry)):
             report.problems.append(f"{name}: {problem}")
     return report
 
@@ -187,20 +189,24 @@ def user_settings(root: Path | None) -> Settings:
     return load_settings(root)
 
 
-def installed_problem(home: Path, entry: UserEntry) -> str | None:
-    """Why the user's copy of a recorded skill is not what the user's lock records (None when it is)."""
+def installed_problem(home: Path, folders: list[str], entry: UserEntry) -> str | None:
+    """Why the user's copy of a recorded skill is not what the user's lock records (None when it is).
+
+    The copy is in ~/.agents/skills, or (where `npx skills add -g` installed for one agent only)
+    directly in that agent's folder: the first of `folders` that holds a folder of that name."""
     again = f"`kbkit skills add --global {entry.source} --skill {entry.name}` reinstalls it"
     try:
         _check_name(entry.name)
-        tree = files.read_tree(home / CANONICAL_SKILL_DIR / entry.name, root=home)
-    except SkillError as exc:
-        if "does not exist" in str(exc):
+        where = _copy_of(home, folders, entry.name)
+        if where is None:
             return f"not installed; {again}"
+        tree = files.read_tree(home / where / entry.name, root=home)
+    except SkillError as exc:
         return f"the installed copy cannot be read ({exc})"
     if not entry.folder_hash:
         return "installed; the lock records no hash to verify it by"
     if not tree.matches(entry.folder_hash):
-        return f"the installed copy was changed; {again}"
+        return f"the installed copy at {home / where / entry.name} was changed; move it aside, then {again}"
     return None
 
 
@@ -223,15 +229,29 @@ def _entry_for(source: Source, found: Found, fetched: Fetched, base: Path) -> Us
     return UserEntry(name, location, source.kind, url, digest, source.ref, found.skill_path)
 
 
-def _other_agent_folders(settings: Settings) -> list[str]:
-    """Every known agent's own user folder under the home folder (relative), for links to remove."""
+def _user_folders(settings: Settings) -> list[str]:
+    """~/.agents/skills, then every known agent's own user folder under the home folder (relative):
+    the configured agents' first, as `npx skills -g` looks in all of them."""
     home = home_of(settings.env)
-    found = []
-    for agent in AGENTS.values():
-        folder = agent.folder(global_=True, environ=settings.env)
+    agents = dict.fromkeys((*settings.skills_agents, *AGENTS))
+    found = [CANONICAL_SKILL_DIR]
+    for agent in agents:
+        folder = AGENTS[agent].folder(global_=True, environ=settings.env)
         if folder is not None and Path(folder).is_relative_to(home):
             found.append(Path(folder).relative_to(home).as_posix())
-    return found
+    return list(dict.fromkeys(found))
+
+
+def _copy_of(home: Path, folders: list[str], name: str) -> str | None:
+    """The first folder holding a folder (not a link) named `name`."""
+    for folder in folders:
+        try:
+            with files.folder(home, folder) as fd:
+                if files.kind(fd, name) == "dir":
+                    return folder
+        except SkillError:
+            continue
+    return None
 
 
 def _matches(home: Path, folder: str, name: str, digest: str) -> bool:
