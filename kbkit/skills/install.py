@@ -375,8 +375,7 @@ def _place(scope: Scope, name: str, tree: Tree, digest: str, locked: str) -> lis
     root = scope.root
     in_the_way = []
     for folder in (CANONICAL_SKILL_DIR, *scope.folders):
-        with files.folder(root, folder, create=True) as fd:
-            what = files.kind(fd, name)
+        what = _kind_of(root, folder, name)
         in_place = what not in ("missing", "link") or (what == "link" and folder == CANONICAL_SKILL_DIR)
         if in_place and not _replaceable(root, folder, name, {digest, locked}):
             in_the_way.append(folder)
@@ -390,7 +389,7 @@ def _place(scope: Scope, name: str, tree: Tree, digest: str, locked: str) -> lis
     files.write_tree(root, CANONICAL_SKILL_DIR, name, tree)
     for folder in scope.folders:
         target = os.path.relpath(root / CANONICAL_SKILL_DIR / name, root / folder)
-        with files.folder(root, folder) as fd:
+        with files.folder(root, folder, create=True) as fd:
             if scope.mode == "symlink" and files.read_link(fd, name) == target:
                 continue
         if scope.mode == "symlink":
@@ -399,6 +398,17 @@ def _place(scope: Scope, name: str, tree: Tree, digest: str, locked: str) -> lis
         else:
             files.write_tree(root, folder, name, tree)
     return backups
+
+
+def _kind_of(root: Path, folder: str, name: str) -> str:
+    """What `root/folder/name` is (missing when the folder is), creating nothing."""
+    try:
+        with files.folder(root, folder) as fd:
+            return files.kind(fd, name)
+    except SkillError as exc:
+        if "does not exist" in str(exc):
+            return "missing"
+        raise
 
 
 def _replaceable(root: Path, parent: str, name: str, digests: set[str]) -> bool:
