@@ -173,7 +173,12 @@ def check_user(settings: Settings) -> SkillsReport:
     project = read_lock(settings.root).skills
     folders = _user_folders(settings)
     for name, entry in lock.entries().items():
-        if name not in project and (problem := installed_problem(home, folders, entry)):
+        if name in project:
+            continue
+        problem = installed_problem(home, folders, entry)
+        if problem and not entry.folder_hash and not problem.startswith("not installed"):
+            report.warnings.append(f"{name}: {problem}")  # npx's well-known entries: nothing to verify by
+        elif problem:
             report.problems.append(f"{name}: {problem}")
     return report
 
