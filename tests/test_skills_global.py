@@ -157,6 +157,16 @@ def test_npx_add_global_is_listed_checked_and_removed_by_kbkit(
     assert "My own note." in changed.read_text()
     assert "lint-rules" in json.loads(user_lock(home).read_text())["skills"]
 
+    npx_entry = json.loads(user_lock(home).read_text())["skills"]["greet"]
+    again = kbkit("skills", "add", "./src/greet", "--global", cwd=work, home=home)
+    assert again.returncode == 0, again.stderr
+    entry = json.loads(user_lock(home).read_text())["skills"]["greet"]
+    assert entry["pluginName"] == "mine" and entry["installedAt"] == npx_entry["installedAt"]
+    assert {k: v for k, v in entry.items() if k != "updatedAt"} == {
+        k: v for k, v in npx_entry.items() if k != "updatedAt"
+    }  # the same entry npx wrote, its key kept
+    assert os.readlink(home / ".claude/skills/greet") == "../../.agents/skills/greet"
+
     removed = kbkit("skills", "remove", "greet", "--global", cwd=work, home=home)
     assert removed.returncode == 0, removed.stderr
     assert not (home / ".claude/skills/greet").exists() and "greet" not in npx_list(home, work)
