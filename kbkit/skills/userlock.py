@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kbkit.errors import KbkitError
-from kbkit.fsutil import atomic_write_text, read_text_file
+from kbkit.fsutil import atomic_write_text
+from kbkit.skills.lock import read_lock_data
 
 USER_LOCK_FILE = ".skill-lock.json"
 USER_LOCK_VERSION = 3
@@ -113,20 +113,11 @@ def read_user_lock(env: Mapping[str, str]) -> UserLock:
     overwrite."""
     path = user_lock_path(env)
     fix = f"move {path} aside; npx skills and kbkit start a new one"
-    text = read_text_file(path, fix=fix)
-    if text is None:
+    data = read_lock_data(
+        path, USER_LOCK_VERSION, fix=fix, version_fix=f"(the one npx skills 1.7.4 writes); {fix}"
+    )
+    if data is None:
         return UserLock(path, {"version": USER_LOCK_VERSION, "skills": {}, "dismissed": {}})
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise KbkitError(f"{path} is not valid JSON ({exc}); {fix}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("skills"), dict):
-        raise KbkitError(f'{path} has no "skills" object; {fix}')
-    if data.get("version") != USER_LOCK_VERSION:
-        raise KbkitError(
-            f"{path} has version {data.get('version')!r}; this kbkit reads the version "
-            f"{USER_LOCK_VERSION} that npx skills 1.7.4 writes; {fix}"
-        )
     return UserLock(path, data)
 
 
