@@ -145,7 +145,10 @@ def test_scores_are_relative_to_the_best_hit_even_on_a_tiny_corpus(open_kb) -> N
     [
         ("See also: `chmod`, `chgrp`.", {"chmod", "chgrp"}),
         ("Run `sudo chown user file` first.", set()),  # a command line, not a name
-        ("[steps](../runbooks/Rotate-API-Key.md#revoke) and [home](./index.md?x=1)", {"rotate-api-key", "index"}),
+        (
+            "[steps](../runbooks/Rotate-API-Key.md#revoke) and [home](./index.md?x=1)",
+            {"rotate-api-key", "index"},
+        ),
         ("[site](https://example.com/chmod.html), [mail](mailto:a@b.c)", set()),  # outside the kb
         ("I am `chown` and I mention `chown` and `CHOWN`.", set()),  # its own name
     ],
