@@ -529,18 +529,29 @@ def main(argv: list[str] | None = None) -> int:
         ("typer alone: the same options parsed, no work (floor)", walls["floor"], "floor", "", None),
         ("interpreter start-up (`python -c pass`)", walls["bare"], "bare", "", None),
     ]
+    floor_cpu = statistics.median(CPU["floor"])
+
+    def per_floor(label: str) -> str:
+        return f"{statistics.median(CPU[label]) / floor_cpu:.2f}"
+
     rows = [
-        [label, ms(statistics.median(values)), spread(values), cpu(key), target]
+        [label, ms(statistics.median(values)), spread(values), cpu(key), per_floor(key), target]
         + [cpu_within(key, limit) if limit is not None else ""]
         for label, values, key, target, limit in timed
     ]
     for label, values in (("first run", lib_first), ("no-op rerun", lib_again)):
-        rows.append(
-            [f"library `sync(load_settings(root))`, {label}", ms(statistics.median(values)), spread(values)]
-        )
-        rows[-1] += ["", "", ""]
+        wall = ms(statistics.median(values))
+        rows.append([f"library `sync(load_settings(root))`, {label}", wall, spread(values), "", "", "", ""])
     print_table(
-        ["measure", "wall, median", "wall, min / max", "CPU, median", "target", "status (on CPU time)"],
+        [
+            "measure",
+            "wall, median",
+            "wall, min / max",
+            "CPU, median",
+            "CPU / typer floor",
+            "target",
+            "status (on CPU time)",
+        ],
         rows,
         title=f"kbkit sync, {n} clients, fresh git repo with the users' own files (median of {args.runs})",
     )
