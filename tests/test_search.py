@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 from conftest import make_project
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbkit.config import load_settings
 from kbkit.errors import QueryError
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.search import MAX_TERMS, compile_query, search_sql
+from kbkit.kb.search import MAX_TERMS, SNIPPET_CHARS, compile_query, marker, search_sql, snippet_window
 
 
 @pytest.fixture
@@ -124,5 +126,23 @@ def test_limit_is_bounded(kb: KnowledgeBase, limit: int) -> None:
 
 
 def test_the_ranking_sql_is_pinned() -> None:
-    assert "bm25(documents_fts, :w_title, :w_headings, :w_body)" in search_sql(False)
+    weights = ":w_title, :w_name, :w_description, :w_tags, :w_headings, :w_body"
+    assert f"bm25(documents_fts, {weights})" in search_sql(False)
     assert "substr(d.path, 1, :prefix_len) = :prefix" in search_sql(True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(query=st.text(min_size=1), text=st.text(max_size=2000))
+def test_any_query_gives_a_snippet_pattern_that_runs_on_any_text(query: str, text: str) -> None:
+    try:
+        compiled = compile_query(query)
+    except QueryError:
+        return
+    snippet = snippet_window(text, marker(compiled.terms), "fallback")
+    assert isinstance(snippet, str) and len(snippet) <= 2 * SNIPPET_CHARS + 100
+
+
+def test_snippets_mark_other_forms_of_the_query_words() -> None:
+    text = "Before the rollout. We deployed it, then the deployment was checked."
+    snippet = snippet_window(text, marker(("deploy",)), "t")
+    assert "**deployed**" in snippet and "**deployment**" in snippet

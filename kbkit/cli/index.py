@@ -19,37 +19,47 @@ if TYPE_CHECKING:
 def index(
     root: RootOption = None,
     skipped: Annotated[
-        bool, typer.Option("--skipped", help="List the files that were not indexed, and why.")
+        bool,
+        typer.Option("--skipped", help="List the files that were not indexed (or only in part), and why."),
     ] = False,
 ) -> None:
-    """Bring the index up to date with the kb folder (incremental)."""
+    """Bring the index up to date with the kb folder (incremental); with hybrid search on, embed too."""
     from kbkit.diagnostics import describe_scan
+    from kbkit.kb.fields import describe_cap
 
     _, kb = open_kb(root, deep=True)
     try:
         with _progress() as progress:
             report = kb.scan(progress)
+        embedded = None
+        if kb.hybrid is not None:
+            with _progress("embedding") as progress:
+                embedded = kb.embed(progress)
         for repaired in (kb.store.repaired, report.interrupted):
             if repaired:
                 typer.echo(f"index repaired: {repaired}")
         typer.echo(describe_scan(report))
+        if embedded is not None:
+            typer.echo(f"search: hybrid, {embedded.total} of {report.documents} documents embedded")
         if skipped:
             for path, reason in kb.store.skipped():
                 typer.echo(f"  skipped {path}: {reason}")
+            for path, size in kb.store.partly_indexed():
+                typer.echo(f"  indexed in part {path}: {size} bytes of text, {describe_cap()}")
     finally:
         kb.close()
 
 
 @contextmanager
-def _progress() -> Iterator[ProgressFn]:
+def _progress(label: str = "indexing") -> Iterator[ProgressFn]:
     """A progress bar on a terminal (stderr); plain lines, at most one a second, when piped."""
     if sys.stderr.isatty():
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        columns = (TextColumn("indexing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task("indexing", total=None)
+            task = bar.add_task(label, total=None)
             yield lambda done, total: bar.update(task, completed=done, total=total)
         return
     from kbkit.kb.indexer import Progress as Line
@@ -59,6 +69,6 @@ def _progress() -> Iterator[ProgressFn]:
     def line(done: int, total: int) -> None:
         if done != last["done"] and (done in (0, total) or time.monotonic() - last["at"] >= 1):
             last.update(at=time.monotonic(), done=done)
-            typer.echo(Line(done, total).line(), err=True)
+            typer.echo(Line(done, total).line().replace("indexing", label, 1), err=True)
 
     yield line

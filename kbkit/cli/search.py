@@ -22,7 +22,8 @@ def search(
     """Search the knowledge base from the terminal, exactly as agents do."""
     _, kb = open_kb(root)
     try:
-        kb.scan()
+        if kb.stale():  # a fresh index is searched as it is: no lock, no rescan
+            kb.scan()
         result = kb.search(query, limit=limit, path_prefix=prefix, max_tokens=None)
     finally:
         kb.close()
@@ -32,5 +33,7 @@ def search(
     for number, hit in enumerate(result.results, 1):
         typer.echo(f"{number:>2}. {hit.title}  ({hit.path}, score {hit.score:.2f})")
         typer.echo(f"    {hit.snippet[:200]}")
+        if hit.folded:
+            typer.echo(f"    also in: {', '.join(hit.folded)}")
     if result.note:
         typer.echo(result.note)

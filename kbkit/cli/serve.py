@@ -47,7 +47,9 @@ def serve(
             http=plan.describe() if plan else (),
             watching=watch,
             memory=memory_line(settings, server.memory, over_http=plan is not None),
+            search=kb.describe_search()[1],
         )
+        kb.embed_in_background(log=stderr_line)
         lines += [
             f"[kbkit] {f.line()}"
             for f in run_checks(settings.root, settings=settings, only_boot=True)

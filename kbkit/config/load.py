@@ -23,6 +23,7 @@ from kbkit.config.model import (
     Kb,
     KbkitConfig,
     Memory,
+    Search,
     Section,
     Server,
     Skills,
@@ -84,6 +85,10 @@ class Settings:
     @property
     def memory(self) -> Memory:
         return self.config.memory
+
+    @property
+    def search(self) -> Search:
+        return self.config.search
 
     @property
     def exclude_dirs(self) -> tuple[str, ...]:

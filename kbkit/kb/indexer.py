@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kbkit.errors import DocumentRefused
+from kbkit.kb import fields
 from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
 from kbkit.kb.ignore import IgnoreRules
 from kbkit.kb.parsers import Registry, extension_of
@@ -44,6 +45,8 @@ class ScanReport:
     skipped: int = 0
     """Files with a registered extension that are not indexed (see `skip_reasons`)."""
     skip_reasons: Counter[str] = field(default_factory=Counter)
+    partial: int = 0
+    """Documents longer than fields.INDEX_TEXT_CAP: only their first part is searchable."""
     seconds: float = 0.0
     interrupted: str | None = None
     """Set when this scan found (and finished) an earlier scan that was killed midway."""
@@ -119,6 +122,7 @@ def scan(
         for reason, count in conn.execute("SELECT reason_code, count(*) FROM skipped GROUP BY reason_code"):
             report.skip_reasons[reason] = count
         report.skipped = sum(report.skip_reasons.values())
+        report.partial = conn.execute(fields.partly_indexed_sql(count=True)).fetchone()[0]
     except SqliteError as exc:
         raise index_error(exc, "indexing failed in", store.path) from None
     finally:
@@ -282,10 +286,8 @@ def _index_one(
             (item.path, ext, raw.size, raw.mtime_ns, digest, title, doc.text_size, now),
         ).lastrowid
         report.added += 1
-    conn.execute(
-        "INSERT INTO documents_fts (rowid, title, headings, body) VALUES (?,?,?,?)",
-        (doc_id, title, "\n".join(doc.headings), doc.text),
-    )
+    assert doc_id is not None  # an UPDATE keeps its id; an INSERT always sets lastrowid
+    fields.write(conn, doc_id, item.path, title, doc)
 
 
 def _delete(conn: sqlite3.Connection, doc_id: int) -> None:

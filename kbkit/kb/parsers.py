@@ -28,6 +28,10 @@ class ParsedText:
     title: str | None
     body: str
     headings: list[str] = field(default_factory=list)
+    description: str | None = None
+    """Front matter `description` (or `summary`): searched as its own field."""
+    tags: tuple[str, ...] = ()
+    """Front matter `tags` and `keywords`: searched as their own field."""
 
 
 @dataclass(frozen=True)
@@ -102,43 +106,96 @@ def _atx_text(raw: str | None) -> str:
 
 
 _SETEXT = re.compile(r"^(?! {4})([^\n#>\-*=][^\n]*)\n {0,3}(=+|-+)[ \t]*$", re.MULTILINE)
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^(?:---|\.\.\.)[ \t]*\r?$\n?", re.MULTILINE | re.DOTALL)
+_FENCE_LINE = frozenset(("---", "..."))
+_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+_BARE_START = frozenset("\"'[]{}|>&*!#%@`")
 
 
-_PLAIN_PAIR = re.compile(
-    r"""([A-Za-z0-9_.-]+):[ \t]*(?:"([^"\\\n]*)"|'([^'\n]*)'|([^\s"'\[\]{}|>&*!#%@`][^\n#]*)?)[ \t]*"""
-)
+def _front_matter_block(text: str) -> tuple[str, str] | None:
+    """The front matter between a leading `---` line and the next `---`/`...` line, and the rest.
+
+    Found with string scans, never a regex over the block: every line is looked at once, so a
+    64 KB line costs the same as 64 KB of short lines."""
+    first_end = text.find("\n")
+    if first_end < 0 or text[:first_end].rstrip(" \t\r") != "---":
+        return None
+    pos = first_end + 1
+    while pos < len(text):
+        end = text.find("\n", pos)
+        line_end = len(text) if end < 0 else end
+        if text[pos:line_end].rstrip(" \t\r") in _FENCE_LINE:
+            return text[first_end + 1 : pos], text[line_end + 1 :]
+        pos = line_end + 1
+    return None
+
+
+def _plain_value(raw: str) -> str | None:
+    """A scalar written plainly, 'single' or "double" quoted (no escapes); None for anything else."""
+    value = raw.strip(" \t\r")
+    if not value:
+        return ""
+    if value[0] in "\"'":
+        quote = value[0]
+        if len(value) >= 2 and value[-1] == quote and quote not in value[1:-1]:
+            inner = value[1:-1]
+            return None if quote == '"' and "\\" in inner else inner
+        return None
+    if value[0] in _BARE_START or "#" in value:
+        return None
+    return value
 
 
 def _plain_front_matter(block: str) -> dict[str, object] | None:
     """Front matter that is nothing but `key: scalar` lines, read without YAML (most docs sites'
-    front matter is; YAML parsing was a fifth of indexing time). None: let YAML read it."""
+    front matter is; YAML parsing was a fifth of indexing time). None: let YAML read it.
+    String methods only, so the work is linear in the block's length."""
     meta: dict[str, object] = {}
     for line in block.splitlines():
         if not line.strip():
             continue
-        pair = _PLAIN_PAIR.fullmatch(line)
-        if pair is None:
+        key, colon, rest = line.partition(":")
+        if not colon or not _KEY.fullmatch(key) or (rest and rest[0] not in " \t"):
             return None
-        key, double, single, bare = pair.groups()
-        meta[key] = next((v for v in (double, single, bare) if v is not None), "").strip()
+        value = _plain_value(rest)
+        if value is None:
+            return None
+        meta[key] = value
     return meta
 
 
 def _front_matter(text: str) -> tuple[dict[str, object], str]:
-    match = _FRONT_MATTER.match(text)
-    if not match:
+    found = _front_matter_block(text)
+    if found is None:
         return {}, text
-    plain = _plain_front_matter(match.group(1))
+    block, rest = found
+    plain = _plain_front_matter(block)
     if plain is not None:
-        return plain, text[match.end() :]
+        return plain, rest
     import yaml  # only for front matter that is more than key: value lines; keeps CLI start-up lean
 
     try:
-        meta = yaml.load(match.group(1), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        meta = yaml.load(block, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError:
         return {}, text  # broken front matter is still text: keep it in the body, search finds it
-    return (meta if isinstance(meta, dict) else {}), text[match.end() :]
+    return (meta if isinstance(meta, dict) else {}), rest
+
+
+FIELD_CHARS = 2000
+"""At most this many characters of a front-matter description or tag list are indexed."""
+
+
+def _meta_text(value: object) -> str | None:
+    """A front-matter value as searchable text: scalars as they are, lists joined with commas."""
+    if isinstance(value, list | tuple):
+        value = ", ".join(str(item) for item in value if isinstance(item, str | int | float))
+    if isinstance(value, str | int | float) and str(value).strip():
+        return " ".join(str(value).split())[:FIELD_CHARS]
+    return None
+
+
+def _meta_tags(meta: dict[str, object]) -> tuple[str, ...]:
+    tags = (_meta_text(meta.get(key)) for key in ("tags", "keywords"))
+    return tuple(tag for tag in tags if tag)
 
 
 def _clean_title(value: object) -> str | None:
@@ -159,7 +216,9 @@ def parse_markdown(data: bytes) -> ParsedText:
     if title is None:
         top = [text for _, level, text in found if level == 1]
         title = _clean_title(top[0] if top else (headings[0] if headings else None))
-    return ParsedText(title=title, body=body, headings=headings)
+    description = _meta_text(meta.get("description")) or _meta_text(meta.get("summary"))
+    tags = _meta_tags(meta)
+    return ParsedText(title=title, body=body, headings=headings, description=description, tags=tags)
 
 
 _RST_HEADING = re.compile(r"^([^\s][^\n]*)\n([=\-~^\"'`#*+:.<>_])\2+[ \t]*$", re.MULTILINE)

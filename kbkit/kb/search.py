@@ -4,6 +4,11 @@
 lower-cased, English stop-words dropped, and each remaining word quoted and OR-joined, so no
 input (quotes, operators, parentheses, 10 KB of prose) can be an FTS5 syntax error, and a
 natural-language question still ranks the documents sharing most of its words first (BM25).
+
+`search()` ranks with BM25 over weighted fields (`fields.COLUMNS`), folds copies of a page (same
+file name and title in another folder, or the same bytes) into the best-ranked one, optionally
+fuses a dense ranking (`[search] semantic`), and reports scores relative to the best hit, so 1.0
+is the top hit and 0.5 half as good, on any corpus size.
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ import json
 import re
 import sqlite3
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypedDict
+from itertools import islice
+from typing import Any, Protocol, TypedDict
 
 from kbkit.errors import QueryError
+from kbkit.kb.fields import COLUMNS
 from kbkit.kb.parsers import Registry
-from kbkit.kb.store import SqliteError, Store, index_error
+from kbkit.kb.store import Deadline, SqliteError, Store, index_error
 from kbkit.kb.uris import doc_uri
 
 MAX_TERMS = 64
@@ -25,9 +32,10 @@ MAX_LIMIT = 100
 DEFAULT_LIMIT = 10
 DEFAULT_MAX_TOKENS = 4000
 MIN_MAX_TOKENS = 50
-COLUMN_WEIGHTS = (1.5, 1.0, 1.0)
-"""BM25 weights of the title, headings and body columns: a title match counts a little more. On
-SciFact any weights from equal to 1.5 for titles score alike (docs/benchmarks.md)."""
+COLUMN_WEIGHTS = {"title": 1.5, "name": 2.0, "description": 1.5, "tags": 1.5, "headings": 1.0, "body": 1.0}
+"""BM25 weights of the fields (docs/benchmarks.md has the measurements behind them)."""
+FOLD_MARGIN = 10
+"""Candidates ranked beyond `limit`, so folding copies away still leaves `limit` hits."""
 
 # Lucene's English stop set plus a few question words that carry no topic.
 STOP_WORDS = frozenset(
@@ -51,8 +59,19 @@ class Hit:
     path: str
     title: str
     score: float
+    """Relevance relative to the best hit of this search: 1.0 for the first, lower below it."""
     snippet: str
     uri: str | None = None
+    folded: list[str] = field(default_factory=list)
+    """Paths of near-copies of this hit (same file name and title, or same bytes) left out below it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        item = asdict(self)
+        if item["uri"] is None:
+            del item["uri"]
+        if not item["folded"]:
+            del item["folded"]
+        return item
 
 
 @dataclass
@@ -65,10 +84,7 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         hits = []
         for hit in self.results:
-            item = asdict(hit)
-            if item["uri"] is None:
-                del item["uri"]
-            hits.append(item)
+            hits.append(hit.to_dict())
         out: dict[str, Any] = {"results": hits, "truncated": self.truncated}
         if self.note:
             out["note"] = self.note
@@ -92,30 +108,61 @@ def compile_query(text: str) -> CompiledQuery:
 def search_sql(with_prefix: bool) -> str:
     """The ranking query `search` runs (tests pin its weights and prefix filter)."""
     prefix = "AND substr(d.path, 1, :prefix_len) = :prefix " if with_prefix else ""
+    weights = ", ".join(f":w_{name}" for name in COLUMNS)
     return (
-        "SELECT d.id, d.path, d.title, d.ext, "
-        "-bm25(documents_fts, :w_title, :w_headings, :w_body) AS score "
+        "SELECT d.id, d.path, d.title, d.ext, d.sha256, "
+        f"-bm25(documents_fts, {weights}) AS score "
         "FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid "
         f"WHERE documents_fts MATCH :match {prefix}"
         "ORDER BY score DESC, d.path LIMIT :limit"
     )
 
 
-_SNIPPET_SQL = (
-    "SELECT rowid, title, highlight(documents_fts, 2, char(1), char(2)) FROM documents_fts "
-    "WHERE documents_fts MATCH ? AND rowid IN ({ids})"
-)
-"""FTS5's highlight() is linear in a document's length; its snippet() is not, and on long pages full
-of matches it was most of the search time (docs/benchmarks.md). The window is chosen below."""
-_MARK = re.compile("\x01([^\x02]*)\x02")
+SNIPPET_SCAN_CHARS = 64 * 1024
+"""At most this many characters of a hit's body are scanned for its snippet window, so a page dense
+with the query word costs no more than any other (the window then comes from its first 64 KB)."""
+MAX_MARKS = 4096
+"""At most this many matched words of a hit are weighed when choosing its snippet window."""
 SNIPPET_CHARS = 160
+_SNIPPET_SQL = (
+    f"SELECT rowid, title, description, substr(body, 1, {SNIPPET_SCAN_CHARS}) FROM documents_fts "
+    "WHERE rowid IN ({ids})"
+)
+"""Snippets are found in Python with one C-level regex over a bounded window. FTS5's snippet() was
+most of the search time on long pages (docs/benchmarks.md), and its highlight() is quadratic in the
+number of matches in a document (49 s for a 1 MiB page made of the query word)."""
+_SUFFIXES: tuple[str, ...] = ("ational", "ations", "ation", "ments", "ment", "ings", "ing", "ies", "ied")
+_SUFFIXES += ("ers", "er", "ed", "es", "ly", "s", "e", "y")
 
 
-def snippet_window(marked: str | None, title: str) -> str:
-    """The stretch of the highlighted body holding the most distinct matched words, marked **so**."""
-    marks = [(m.start(), m.end(), m.group(1).lower()) for m in _MARK.finditer(marked or "")]
-    if not marks or marked is None:
-        return title
+def _rough_stem(term: str) -> str:
+    """`term` without a common English ending, so its snippet marks other forms of the word too
+    (deploy: deploys, deployed, deployment). Marks only: ranking uses FTS5's Porter stemmer."""
+    for suffix in _SUFFIXES:
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            return term[: -len(suffix)]
+    return term
+
+
+def marker(terms: tuple[str, ...]) -> re.Pattern[str]:
+    """A pattern finding the words of a text that match the query's terms (or other forms of them)."""
+    stems = sorted({_rough_stem(term) for term in terms}, key=len, reverse=True)
+    return re.compile(r"\b(?:" + "|".join(re.escape(stem) for stem in stems) + r")\w*", re.IGNORECASE)
+
+
+def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) -> str:
+    """The stretch of `text` holding the most distinct matched words, marked **so**.
+
+    `text` is at most SNIPPET_SCAN_CHARS long and at most MAX_MARKS matches are weighed; with no
+    match in it (the words were in the title or file name), the page's opening or `fallback`
+    stands in."""
+    text = text or ""
+    marks = [(m.start(), m.end(), m.group(0).lower()) for m in islice(pattern.finditer(text), MAX_MARKS)]
+    if not marks:
+        opening = " ".join(text[: SNIPPET_CHARS * 2].split())
+        if not opening:
+            return fallback
+        return opening[:SNIPPET_CHARS] + ("…" if len(opening) > SNIPPET_CHARS else "")
     best, ahead = (0, 0), 0
     counts: dict[str, int] = {}
     for index, (start, _, word) in enumerate(marks):
@@ -129,11 +176,46 @@ def snippet_window(marked: str | None, title: str) -> str:
             if not counts[word]:
                 del counts[word]
     begin = max(0, marks[best[1]][0] - 30)
-    begin = marked.rfind(" ", 0, begin) + 1 if begin else 0
-    end = marked.find(" ", min(len(marked), begin + SNIPPET_CHARS + 30))
-    end = len(marked) if end < 0 else end
-    text = " ".join(marked[begin:end].replace("\x01", "**").replace("\x02", "**").split())
-    return ("…" if begin else "") + text + ("…" if end < len(marked) else "")
+    begin = text.rfind(" ", 0, begin) + 1 if begin else 0
+    end = text.find(" ", min(len(text), begin + SNIPPET_CHARS + 30))
+    end = len(text) if end < 0 else end
+    parts, pos = [], begin
+    for start, stop, _ in marks[best[1] :]:
+        if start >= end:
+            break
+        if start >= pos:
+            parts += [text[pos:start], "**", text[start : min(stop, end)], "**"]
+            pos = min(stop, end)
+    parts.append(text[pos:end])
+    window = " ".join("".join(parts).split())
+    return ("…" if begin else "") + window + ("…" if end < len(text) else "")
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    doc_id: int
+    path: str
+    title: str
+    ext: str
+    sha256: str
+    score: float
+
+
+class DenseRanker(Protocol):
+    """A ranking by meaning (the `semantic` extra): document ids, best first, with their similarity."""
+
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]: ...
+
+
+RRF_K = 60
+"""Reciprocal-rank fusion constant (Cormack et al. 2009): score = sum of 1 / (RRF_K + rank)."""
+DENSE_WEIGHT = 1.0
+"""The dense ranking's share in the fusion, relative to BM25's 1.0."""
+
+
+SEARCH_SECONDS = 10.0
+"""A search's time budget. The work per hit is bounded (snippet windows, marks); what is left is
+SQLite's ranking, which the budget stops: the caller gets a QueryError saying how to narrow it."""
 
 
 class SearchOptions(TypedDict, total=False):
@@ -142,6 +224,7 @@ class SearchOptions(TypedDict, total=False):
     limit: int
     path_prefix: str | None
     max_tokens: int | None
+    seconds: float | None
 
 
 def search(
@@ -152,7 +235,10 @@ def search(
     limit: int = DEFAULT_LIMIT,
     path_prefix: str | None = None,
     max_tokens: int | None = DEFAULT_MAX_TOKENS,
+    dense: DenseRanker | None = None,
+    seconds: float | None = None,
 ) -> SearchResult:
+    """Rank the documents matching `query`; `seconds` is the time budget (SEARCH_SECONDS)."""
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
     if max_tokens is not None and max_tokens < MIN_MAX_TOKENS:
@@ -163,26 +249,31 @@ def search(
         prefix.encode("utf-8")
     except UnicodeEncodeError:
         raise QueryError("path_prefix is not valid Unicode (it holds a lone surrogate)") from None
-    params = {
-        "match": compiled.match,
-        "w_title": COLUMN_WEIGHTS[0],
-        "w_headings": COLUMN_WEIGHTS[1],
-        "w_body": COLUMN_WEIGHTS[2],
-        "limit": limit,
-    }
-    if prefix:
-        params |= {"prefix": prefix, "prefix_len": len(prefix)}
+    pool = limit + FOLD_MARGIN
     conn = store.reader()
+    budget_seconds = SEARCH_SECONDS if seconds is None else seconds
+    deadline = Deadline(conn, budget_seconds)
     try:
-        rows = conn.execute(search_sql(bool(prefix)), params).fetchall()
-        snippets = {}
-        if rows:
-            sql = _SNIPPET_SQL.format(ids=",".join(str(row[0]) for row in rows))
-            snippets = {
-                rowid: snippet_window(marked, title)
-                for rowid, title, marked in conn.execute(sql, (compiled.match,))
-            }
+        with deadline:
+            ranked = _lexical(conn, compiled, prefix, pool)
+            if dense is not None:
+                ranked = _fuse(conn, ranked, dense.rank(query, pool, path_prefix=prefix), pool)
+            hits, folded = _fold(ranked)
+            hits = hits[:limit]
+            snippets: dict[int, str] = {}
+            if hits:
+                sql = _SNIPPET_SQL.format(ids=",".join(str(hit.doc_id) for hit in hits))
+                pattern = marker(compiled.terms)
+                snippets = {
+                    rowid: snippet_window(body, pattern, description or title)
+                    for rowid, title, description, body in conn.execute(sql)
+                }
     except SqliteError as exc:
+        if deadline.expired:
+            raise QueryError(
+                f"the search ran past its {budget_seconds:g} s budget and was stopped; "
+                "use more specific words or a path_prefix"
+            ) from None
         raise index_error(exc, "the search could not run against", store.path) from None
 
     result = SearchResult()
@@ -194,30 +285,92 @@ def search(
         )
     servable = set(registry.extensions)
     budget = max_tokens
-    for doc_id, path, title, ext, score in rows:
+    top = hits[0].score if hits and hits[0].score > 0 else 1.0
+    shown_folds = 0
+    for ranked_hit in hits:
         hit = Hit(
-            path=path,
-            title=title,
-            score=round(score, 4),
-            snippet=snippets.get(doc_id, title),
-            uri=doc_uri(path) if ext in servable else None,
+            path=ranked_hit.path,
+            title=ranked_hit.title,
+            score=round(ranked_hit.score / top, 3),
+            snippet=snippets.get(ranked_hit.doc_id, ranked_hit.title),
+            uri=doc_uri(ranked_hit.path) if ranked_hit.ext in servable else None,
+            folded=folded.get(ranked_hit.doc_id, []),
         )
-        cost = estimate_tokens(asdict(hit))
+        cost = estimate_tokens(hit.to_dict())
         if budget is not None and cost > budget and result.results:
             result.truncated = True
             notes.append(
-                f"max_tokens={max_tokens} cut the list at {len(result.results)} of {len(rows)} hits; "
+                f"max_tokens={max_tokens} cut the list at {len(result.results)} of {len(hits)} hits; "
                 "raise max_tokens or lower limit"
             )
             break
         if budget is not None:
             budget -= cost
         result.results.append(hit)
-    if not rows:
+        shown_folds += len(hit.folded)
+    if shown_folds:
+        notes.append(
+            f"{shown_folds} near-copies (same file name and title, or same content) were folded into "
+            "the hit ranked above them; each hit's `folded` lists them"
+        )
+    if not hits:
         with store.translated("the search could not run against"):
             notes.append(_why_empty(conn, compiled, prefix))
     result.note = "; ".join(notes) or None
     return result
+
+
+def _lexical(conn: sqlite3.Connection, compiled: CompiledQuery, prefix: str, pool: int) -> list[_Ranked]:
+    params: dict[str, object] = {f"w_{name}": COLUMN_WEIGHTS[name] for name in COLUMNS}
+    params |= {"match": compiled.match, "limit": pool}
+    if prefix:
+        params |= {"prefix": prefix, "prefix_len": len(prefix)}
+    return [_Ranked(*row) for row in conn.execute(search_sql(bool(prefix)), params)]
+
+
+def _fuse(
+    conn: sqlite3.Connection, lexical: list[_Ranked], dense: list[tuple[int, float]], pool: int
+) -> list[_Ranked]:
+    """Reciprocal-rank fusion of the BM25 and dense rankings (documents in either list)."""
+    scores: dict[int, float] = {}
+    for rank, hit in enumerate(lexical):
+        scores[hit.doc_id] = 1.0 / (RRF_K + rank + 1)
+    for rank, (doc_id, _) in enumerate(dense):
+        scores[doc_id] = scores.get(doc_id, 0.0) + DENSE_WEIGHT / (RRF_K + rank + 1)
+    known = {hit.doc_id: hit for hit in lexical}
+    missing = [doc_id for doc_id in scores if doc_id not in known]
+    for start in range(0, len(missing), 500):
+        ids = ",".join(str(doc_id) for doc_id in missing[start : start + 500])
+        for row in conn.execute(f"SELECT id, path, title, ext, sha256 FROM documents WHERE id IN ({ids})"):
+            doc_id, path, title, ext, sha256 = row
+            known[doc_id] = _Ranked(doc_id, path, title, ext, sha256, 0.0)
+    order = sorted(
+        (doc_id for doc_id in scores if doc_id in known), key=lambda d: (-scores[d], known[d].path)
+    )
+    return [_replace_score(known[doc_id], scores[doc_id]) for doc_id in order[:pool]]
+
+
+def _replace_score(hit: _Ranked, score: float) -> _Ranked:
+    return _Ranked(hit.doc_id, hit.path, hit.title, hit.ext, hit.sha256, score)
+
+
+def _fold(ranked: list[_Ranked]) -> tuple[list[_Ranked], dict[int, list[str]]]:
+    """Keep the best-ranked of each set of near-copies: the same file name and title in another
+    folder (`linux/df.md`, `osx/df.md`), or the same bytes. Returns the kept hits, in order, and
+    for each the paths folded into it."""
+    kept: list[_Ranked] = []
+    folded: dict[int, list[str]] = {}
+    owner: dict[object, int] = {}
+    for hit in ranked:
+        keys = (("name", hit.path.rsplit("/", 1)[-1].lower(), hit.title.strip().lower()), ("sha", hit.sha256))
+        first = next((owner[key] for key in keys if key in owner), None)
+        if first is not None:
+            folded.setdefault(first, []).append(hit.path)
+            continue
+        for key in keys:
+            owner[key] = hit.doc_id
+        kept.append(hit)
+    return kept, folded
 
 
 def estimate_tokens(value: object) -> int:

@@ -20,6 +20,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
+from kbkit.kb.fields import COLUMNS, partly_indexed_sql
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -45,7 +46,33 @@ def index_error(exc: sqlite3.Error | sqlite3.Warning, doing: str, path: Path) ->
     return IndexUnavailable(f"{doing} {path}: {exc}", fix=fix)
 
 
-SCHEMA_VERSION = 2
+class Deadline:
+    """Interrupts the SQLite work done on `conn` inside the block once `seconds` have passed.
+
+    A progress handler, checked every few thousand virtual-machine steps, so one request over its
+    budget ends with an error instead of holding a worker thread (and the index) for minutes."""
+
+    STEPS = 4096
+
+    def __init__(self, conn: sqlite3.Connection, seconds: float) -> None:
+        self._conn = conn
+        self._ends = time.monotonic() + seconds
+        self.expired = False
+
+    def _check(self) -> int:
+        self.expired = time.monotonic() >= self._ends
+        return 1 if self.expired else 0  # non-zero interrupts the running statement
+
+    def __enter__(self) -> Deadline:
+        self._conn.set_progress_handler(self._check, self.STEPS)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._conn.set_progress_handler(None, 0)
+
+
+SCHEMA_VERSION = 3
+"""3: file-name, description and tags columns; the embeddings table. An older file is rebuilt."""
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
@@ -71,8 +98,16 @@ CREATE TABLE IF NOT EXISTS skipped (
     reason      TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
-    title, headings, body,
+    {", ".join(COLUMNS)},
     tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    doc_id      INTEGER NOT NULL,
+    chunk       INTEGER NOT NULL,
+    sha256      TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    vector      BLOB NOT NULL,
+    PRIMARY KEY (doc_id, chunk)
 );
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -148,6 +183,11 @@ class Store:
         """(path, why) for every file the last scan left out, in path order."""
         with self.translated("cannot read the skipped files of"):
             return list(self.reader().execute("SELECT path, reason FROM skipped ORDER BY path"))
+
+    def partly_indexed(self) -> list[tuple[str, int]]:
+        """(path, text size) of every document whose text is longer than what is indexed."""
+        with self.translated("cannot read the partly indexed documents of"):
+            return list(self.reader().execute(partly_indexed_sql()))
 
     def stats(
         self, conn: sqlite3.Connection | None = None

@@ -49,9 +49,12 @@ class SearchArgs(_Args):
 class SearchHit(BaseModel):
     path: str
     title: str
-    score: float
+    score: float = Field(description="Relevance relative to the best hit: 1.0 for the first, lower below.")
     snippet: str
     uri: str | None = Field(None, description="kb://doc/... when the document can be read as a resource.")
+    folded: list[str] = Field(
+        [], description="Near-copies of this hit (same file name and title, or same bytes) left out."
+    )
 
 
 class SearchOutput(BaseModel):
@@ -220,8 +223,9 @@ KB_TOOLS: dict[str, KbTool] = {
             name="search",
             title="Search the knowledge base",
             description=(
-                "Ranked full-text search over the team's indexed documents (BM25). Returns path, title, "
-                "score, a snippet and a kb://doc/ URI per hit; read a hit with resources/read on its URI "
+                "Ranked full-text search over the team's indexed documents (BM25, fused with meaning when "
+                "hybrid search is on). Returns path, title, score (1.0 = best hit), a snippet and a "
+                "kb://doc/ URI per hit; read a hit with resources/read on its URI "
                 "(or get_document). Write the query in plain words."
             ),
             args=SearchArgs,

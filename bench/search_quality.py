@@ -1,0 +1,283 @@
+"""Ranking quality, side by side: kbkit, its lexical peers (bm25s, tantivy) and kbkit's hybrid.
+
+Two data sets, every system on the same documents and questions in the same run:
+
+- **tldr known-item**: the English tldr pages (7,4xx small Markdown pages, many of them copies of
+  a command's page for another platform), and the questions in `bench/data/tldr_questions.tsv`,
+  written as a person asks ("which folders are eating all my disk space"), each with the pages
+  that answer it. success@5: an answer is in the top 5; MRR@10: 1 / rank of the first answer.
+- **BEIR SciFact** (test split): 5,183 abstracts, each written as `<id>.md` (`# title`, blank line,
+  abstract); the 300 judged claims go in raw. nDCG@10 (trec_eval: binary gains, log2 discount,
+  ideal DCG over the judged documents) and Recall@100.
+
+kbkit is searched through `KnowledgeBase` as an agent's query would be (limit 100, no token
+budget). Peers get each file's text (and its title), through `bench/_peers.py`. The hybrid
+columns appear when the `semantic` extra is installed: "kbkit hybrid" is what
+`[search] semantic = true` serves, "dense alone" the embedding ranking by itself.
+
+    .venv/bin/python bench/search_quality.py [--data DIR] [--only tldr|scifact] [--no-hybrid]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from _peers import Peer, available_peers
+from _util import MachineWatch, data_dir, ms, percentile, print_table, unpack, verdict
+
+from kbkit.config import load_settings
+from kbkit.kb import search as kb_search
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.parsers import parse_markdown
+
+QUESTIONS = Path(__file__).resolve().parent / "data" / "tldr_questions.tsv"
+TLDR_PAGES = "tldr-en/pages"
+TARGETS = {
+    "success@5": (0.85, 0.90),
+    "MRR@10": (0.62, 0.68),
+    "nDCG@10": (0.69, 0.72),
+    "Recall@100": (0.92, None),
+}
+"""metric -> (lexical target, hybrid target)."""
+LIMIT = 100
+
+Ranker = Callable[[str], list[str]]
+
+
+def _ranker(peer: Peer) -> Ranker:
+    return lambda query: peer.rank(query, LIMIT)
+
+
+def load_questions(path: Path = QUESTIONS) -> list[tuple[str, list[str]]]:
+    questions = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            text, answers = line.split("\t")
+            questions.append((text, answers.split()))
+    return questions
+
+
+def answers_match(path: str, answers: list[str]) -> bool:
+    """`name` accepts that command's page on any platform; `platform/name` only that page."""
+    stem = path[:-3] if path.endswith(".md") else path
+    return any(stem == answer if "/" in answer else stem.rsplit("/", 1)[-1] == answer for answer in answers)
+
+
+def ndcg_at(ranked: list[str], relevant: set[str], k: int = 10) -> float:
+    dcg = sum(1.0 / math.log2(rank + 2) for rank, doc in enumerate(ranked[:k]) if doc in relevant)
+    ideal = sum(1.0 / math.log2(rank + 2) for rank in range(min(len(relevant), k)))
+    return dcg / ideal
+
+
+def write_project(root: Path, kb_path: str, *, semantic: bool) -> None:
+    (root / kb_path).mkdir(parents=True, exist_ok=True)
+    search = "\n[search]\nsemantic = true\n" if semantic else ""
+    (root / "kbkit.toml").write_text(f'[kb]\npath = "{kb_path}"\n{search}', encoding="utf-8")
+
+
+def hybrid_available() -> str | None:
+    """None when the semantic extra can run; otherwise why not."""
+    from kbkit.kb import semantic
+
+    return semantic.unavailable_reason()
+
+
+class Systems:
+    """Every system under test over one folder of Markdown documents."""
+
+    def __init__(self, root: Path, kb_path: str, *, hybrid: bool, key: Callable[[str], str]) -> None:
+        write_project(root, kb_path, semantic=hybrid)
+        self.kb = KnowledgeBase.open(load_settings(root))
+        started = time.perf_counter()
+        self.kb.scan()
+        self.index_seconds = {"kbkit": time.perf_counter() - started}
+        self.key = key
+        self.rankers: dict[str, Ranker] = {"kbkit": self._lexical}
+        docs = []
+        kb_root = root / kb_path
+        for path in sorted(kb_root.rglob("*.md")):
+            parsed = parse_markdown(path.read_bytes())
+            rel = path.relative_to(kb_root).as_posix()
+            docs.append((key(rel), parsed.title or "", path.read_text(encoding="utf-8")))
+        for name, peer_type in available_peers().items():
+            started = time.perf_counter()
+            peer = peer_type(docs)
+            self.index_seconds[name] = time.perf_counter() - started
+            self.rankers[name] = _ranker(peer)
+        if hybrid:
+            started = time.perf_counter()
+            self.kb.embed()
+            self.index_seconds["kbkit hybrid"] = time.perf_counter() - started + self.index_seconds["kbkit"]
+            self.rankers["kbkit hybrid"] = self._hybrid
+            self.rankers["dense alone"] = self._dense
+
+    def _lexical(self, query: str) -> list[str]:
+        result = kb_search.search(self.kb.store, self.kb.registry, query, limit=LIMIT, max_tokens=None)
+        return [self.key(hit.path) for hit in result.results]
+
+    def _hybrid(self, query: str) -> list[str]:
+        return [self.key(hit.path) for hit in self.kb.search(query, limit=LIMIT, max_tokens=None).results]
+
+    def _dense(self, query: str) -> list[str]:
+        ranker = self.kb.dense_ranker()
+        assert ranker is not None
+        ids = [doc_id for doc_id, _ in ranker.rank(query, LIMIT)]
+        conn = self.kb.store.reader()
+        paths = dict(conn.execute(f"SELECT id, path FROM documents WHERE id IN ({','.join(map(str, ids))})"))
+        return [self.key(paths[doc_id]) for doc_id in ids if doc_id in paths]
+
+    def run(self, queries: list[str]) -> dict[str, tuple[list[list[str]], list[float]]]:
+        out = {}
+        for name, ranker in self.rankers.items():
+            for query in queries[:10]:  # warm-up
+                ranker(query)
+            ranked, times = [], []
+            for query in queries:
+                started = time.perf_counter()
+                ranked.append(ranker(query))
+                times.append(time.perf_counter() - started)
+            out[name] = (ranked, times)
+        return out
+
+    def close(self) -> None:
+        self.kb.close()
+
+
+def table(title: str, metrics: dict[str, dict[str, float]], runs: dict[str, Any], systems: Systems) -> None:
+    names = list(runs)
+    headers = ["metric", *names, "target (lexical / hybrid)", "kbkit", "hybrid"]
+    rows = []
+    for metric, values in metrics.items():
+        lexical, hybrid = TARGETS[metric]
+        rows.append(
+            [
+                metric,
+                *(f"{values[name]:.3f}" for name in names),
+                f">= {lexical}" + (f" / >= {hybrid}" if hybrid else ""),
+                verdict(values["kbkit"] >= lexical),
+                verdict(values["kbkit hybrid"] >= (hybrid or lexical)) if "kbkit hybrid" in values else "",
+            ]
+        )
+    rows.append(["query p50", *(ms(percentile(runs[n][1], 50)) for n in names), "", "", ""])
+    rows.append(["index build", *(f"{systems.index_seconds.get(n, 0):.1f} s" for n in names), "", "", ""])
+    print_table(headers, rows, title)
+
+
+@contextmanager
+def project_dir(workdir: Path | None, name: str) -> Iterator[tuple[Path, bool]]:
+    """A temporary folder, or `workdir/name` kept between runs (its index and vectors are reused:
+    only the first run pays for embedding). Yields the folder and whether it is new."""
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix=f"kbkit-{name}-") as tmp:
+            yield Path(tmp), True
+        return
+    root = workdir / name
+    new = not (root / ".ready").exists()
+    root.mkdir(parents=True, exist_ok=True)
+    yield root, new
+    (root / ".ready").touch()
+
+
+def run_tldr(data: Path, hybrid: bool, workdir: Path | None) -> None:
+    questions = load_questions()
+    with project_dir(workdir, "tldr") as (root, new):
+        if new:
+            unpack(data / "tldr-en.tar.gz", root)
+        systems = Systems(root, TLDR_PAGES, hybrid=hybrid, key=lambda path: path)
+        try:
+            pages = systems.kb.store.reader().execute("SELECT count(*) FROM documents").fetchone()[0]
+            runs = systems.run([text for text, _ in questions])
+        finally:
+            systems.close()
+    metrics: dict[str, dict[str, float]] = {"success@5": {}, "MRR@10": {}}
+    misses: dict[str, list[str]] = {}
+    for name, (ranked, _) in runs.items():
+        hits5, rr = [], []
+        for (text, answers), paths in zip(questions, ranked, strict=True):
+            first = next((i for i, p in enumerate(paths[:10]) if answers_match(p, answers)), None)
+            hits5.append(first is not None and first < 5)
+            rr.append(0.0 if first is None else 1.0 / (first + 1))
+            if name == "kbkit" and (first is None or first >= 5):
+                misses.setdefault(name, []).append(f"{text!r} -> {', '.join(paths[:3])}")
+        metrics["success@5"][name] = statistics.fmean(hits5)
+        metrics["MRR@10"][name] = statistics.fmean(rr)
+    table(f"tldr known-item: {len(questions)} questions over {pages} pages", metrics, runs, systems)
+    for line in misses.get("kbkit", []):
+        print(f"  kbkit miss: {line}")
+
+
+def run_scifact(data: Path, hybrid: bool, workdir: Path | None) -> None:
+    scifact = data / "scifact"
+    qrels: dict[str, set[str]] = {}
+    with (scifact / "qrels" / "test.tsv").open(encoding="utf-8") as handle:
+        next(handle)
+        for line in handle:
+            if line.strip():
+                query_id, doc_id, score = line.split("\t")
+                if int(score) > 0:
+                    qrels.setdefault(query_id, set()).add(doc_id)
+    queries = {}
+    with (scifact / "queries.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            item = json.loads(line)
+            if item["_id"] in qrels:
+                queries[item["_id"]] = item["text"]
+    ids = [query_id for query_id in qrels if query_id in queries]
+    with project_dir(workdir, "scifact") as (root, new):
+        (root / "docs").mkdir(exist_ok=True)
+        with (scifact / "corpus.jsonl").open(encoding="utf-8") as handle:
+            for line in handle if new else ():
+                doc = json.loads(line)
+                text = f"# {doc['title']}\n\n{doc['text']}\n"
+                (root / "docs" / f"{doc['_id']}.md").write_text(text, encoding="utf-8")
+        systems = Systems(root, "docs", hybrid=hybrid, key=lambda path: Path(path).stem)
+        try:
+            runs = systems.run([queries[query_id] for query_id in ids])
+        finally:
+            systems.close()
+    metrics: dict[str, dict[str, float]] = {"nDCG@10": {}, "Recall@100": {}}
+    for name, (ranked, _) in runs.items():
+        metrics["nDCG@10"][name] = statistics.fmean(
+            ndcg_at(r, qrels[q]) for q, r in zip(ids, ranked, strict=True)
+        )
+        metrics["Recall@100"][name] = statistics.fmean(
+            len(qrels[q].intersection(r[:LIMIT])) / len(qrels[q]) for q, r in zip(ids, ranked, strict=True)
+        )
+    table(f"BEIR SciFact test: {len(ids)} judged claims over 5,183 abstracts", metrics, runs, systems)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
+    parser.add_argument("--only", choices=["tldr", "scifact"], help="run one data set")
+    parser.add_argument("--no-hybrid", action="store_true", help="leave out the hybrid columns")
+    parser.add_argument(
+        "--workdir", type=Path, help="keep each data set's project (index and vectors) here and reuse it"
+    )
+    args = parser.parse_args(argv)
+    data = data_dir(args.data)
+    machine = MachineWatch()
+    why_not = hybrid_available()
+    hybrid = not args.no_hybrid and why_not is None
+    peers = ", ".join(available_peers()) or "none (pip install -e '.[bench]')"
+    print(f"peers: {peers}; hybrid: {'on' if hybrid else 'off (' + (why_not or '--no-hybrid') + ')'}")
+    if args.only in (None, "tldr"):
+        run_tldr(data, hybrid, args.workdir)
+    if args.only in (None, "scifact"):
+        run_scifact(data, hybrid, args.workdir)
+    print(f"\nmachine: {machine.note()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

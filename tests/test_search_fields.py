@@ -1,0 +1,140 @@
+"""What search looks at besides the body (file names, front matter), how it folds copies of a page,
+and what its scores say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import make_project
+
+from kbkit.config import load_settings
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.fields import lead, name_words
+
+FILLER = "\n\nSome unrelated words about meetings, lunch and the office plants.\n"
+
+
+@pytest.fixture
+def open_kb(tmp_path: Path):
+    opened: list[KnowledgeBase] = []
+
+    def factory(files: dict[str, str]) -> KnowledgeBase:
+        root = make_project(tmp_path / f"p{len(opened)}", files)
+        kb = KnowledgeBase.open(load_settings(root))
+        kb.scan()
+        opened.append(kb)
+        return kb
+
+    yield factory
+    for kb in opened:
+        kb.close()
+
+
+def paths(kb: KnowledgeBase, query: str) -> list[str]:
+    return [hit.path for hit in kb.search(query).results]
+
+
+def test_file_name_words_are_searched(open_kb) -> None:
+    kb = open_kb(
+        {
+            "runbooks/rotate-api-key.md": "# Credentials\n\nCreate a new secret and revoke the old one.\n",
+            "runbooks/backup.md": "# Backups\n\nCopy the database every night." + FILLER,
+        }
+    )
+    assert paths(kb, "rotate api key") == ["runbooks/rotate-api-key.md"]
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("runbooks/rotate-api-key.md", "rotate api key"),
+        ("a/snake_case_name.rst", "snake case name"),
+        ("getHTTPClient.md", "getHTTPClient get HTTP Client"),
+        ("mkfs.ext4.md", "mkfs ext4"),
+        ("README", "README"),
+    ],
+)
+def test_file_names_split_on_dashes_underscores_dots_and_case_changes(name: str, words: str) -> None:
+    assert name_words(name) == words
+
+
+def test_front_matter_description_is_searched(open_kb) -> None:
+    kb = open_kb(
+        {
+            "a.md": "---\ntitle: Incident process\ndescription: what to do when production is down\n---\n"
+            "# Incident process\n\nPage the on-call engineer." + FILLER,
+            "b.md": "# Other\n\nNothing to see here." + FILLER,
+        }
+    )
+    assert paths(kb, "production down") == ["a.md"]
+
+
+@pytest.mark.parametrize(
+    "front_matter",
+    ["tags: [postgres, failover]", "tags:\n  - postgres\n  - failover", "keywords: postgres, failover"],
+)
+def test_front_matter_tags_and_keywords_are_searched(open_kb, front_matter: str) -> None:
+    kb = open_kb(
+        {
+            "db.md": f"---\n{front_matter}\n---\n# Database notes\n\nReplicas and backups." + FILLER,
+            "web.md": "# Web notes\n\nReplicas and caches." + FILLER,
+        }
+    )
+    assert paths(kb, "failover") == ["db.md"]
+
+
+def test_the_opening_prose_stands_in_for_a_missing_description() -> None:
+    assert (
+        lead("# df\n\n> Display free disk space.\n\n- Example:\n") == "> Display free disk space. - Example:"
+    )
+
+
+def test_copies_of_a_page_in_other_folders_are_folded_into_the_best_one(open_kb) -> None:
+    page = "# df\n\n> Display free disk space of file systems.\n\n- Show {extra}:\n\n`df -h`\n"
+    kb = open_kb(
+        {
+            "common/df.md": page.format(extra="all disk space in human units"),
+            "linux/df.md": page.format(extra="inodes"),
+            "osx/df.md": page.format(extra="local file systems only"),
+            "common/du.md": "# du\n\n> Disk usage of folders and files.\n",
+        }
+    )
+    result = kb.search("free disk space")
+    assert [hit.path for hit in result.results] == ["common/df.md", "common/du.md"]
+    assert sorted(result.results[0].folded) == ["linux/df.md", "osx/df.md"]
+    assert "2 near-copies" in result.note
+    assert result.to_dict()["results"][0]["folded"] == result.results[0].folded
+    assert "folded" not in result.to_dict()["results"][1]
+
+
+def test_identical_files_under_different_names_are_folded(open_kb) -> None:
+    text = "# Release steps\n\nTag the release, build the wheel, publish it.\n"
+    kb = open_kb(
+        {"release.md": text, "old/release-process.md": text, "other.md": "# Other\n\npublish notes\n"}
+    )
+    hits = kb.search("release wheel").results
+    assert len(hits) == 1
+    assert {hits[0].path, *hits[0].folded} == {"release.md", "old/release-process.md"}
+
+
+def test_pages_sharing_only_a_file_name_are_not_folded(open_kb) -> None:
+    kb = open_kb(
+        {
+            "api/index.md": "# API overview\n\nEndpoints for billing.\n",
+            "guide/index.md": "# Guide overview\n\nBilling for beginners.\n",
+        }
+    )
+    assert len(kb.search("billing overview").results) == 2
+
+
+def test_scores_are_relative_to_the_best_hit_even_on_a_tiny_corpus(open_kb) -> None:
+    kb = open_kb(
+        {
+            "rollback.md": "# Rollback\n\nHow to roll back a release: rollback steps.\n",
+            "misc.md": "# Misc\n\nA long page that mentions rollback once." + FILLER * 5,
+        }
+    )
+    scores = [hit.score for hit in kb.search("rollback").results]
+    assert scores[0] == 1.0
+    assert 0 < scores[1] < 1.0

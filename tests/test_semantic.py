@@ -1,0 +1,211 @@
+"""Hybrid search (the `semantic` extra): offline, incremental, in the background while serving, and
+absent without a trace when it is off. The model is the packaged default, installed from the
+package index by `.ci/run`; nothing is downloaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import kbkit_command, make_project, serve_stdio
+
+from kbkit.config import load_settings
+from kbkit.kb import semantic
+from kbkit.kb.base import KnowledgeBase
+
+LEXICAL = '[kb]\npath = "docs"\n'
+HYBRID = LEXICAL + "\n[search]\nsemantic = true\n"
+DOCS = {
+    "credentials.md": "# Credentials\n\nCreate a new secret in the vault and revoke the old one when it leaks.\n",
+    "release.md": "# Releases\n\nTag the version, build the wheel and publish it to the package index.\n",
+    "oncall.md": "# On-call\n\nWho to page at night when production is down.\n",
+}
+PARAPHRASE = "what should I do if a password was exposed"
+"""Shares no word with any page (stop words aside): only meaning finds credentials.md."""
+HEAVY = ("numpy", "onnxruntime", "tokenizers")
+
+needs_extra = pytest.mark.skipif(
+    semantic.unavailable_reason() is not None,
+    reason=f"the semantic extra is not installed ({semantic.unavailable_reason()})",
+)
+
+
+def _modules_after_a_search(root: Path, block: str = "") -> dict:
+    """Index and search in a fresh interpreter; report which heavy modules got imported."""
+    code = (
+        "import json, sys\n"
+        f"{block}\n"
+        "from kbkit.config import load_settings\n"
+        "from kbkit.kb.base import KnowledgeBase\n"
+        f"kb = KnowledgeBase.open(load_settings({str(root)!r}))\n"
+        "kb.scan()\n"
+        f"hits = [h.path for h in kb.search({PARAPHRASE!r}).results]\n"
+        "line = kb.describe_search()[1]\n"
+        "kb.close()\n"
+        f"print(json.dumps({{'loaded': [m for m in {HEAVY!r} if sys.modules.get(m) is not None], 'line': line, 'hits': hits}}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_with_semantic_off_nothing_extra_is_imported_and_search_is_lexical(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=LEXICAL)
+    out = _modules_after_a_search(root)
+    assert out["loaded"] == []
+    assert out["hits"] == []  # no shared word: BM25 alone finds nothing
+    assert out["line"] == "search: BM25 (hybrid off: [search] semantic = false)"
+
+
+def test_semantic_on_without_the_extra_says_why_and_imports_nothing(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    blocked = "sys.modules['onnxruntime'] = None  # as if the extra were not installed"
+    out = _modules_after_a_search(root, block=blocked)
+    assert out["loaded"] == []
+    assert out["line"] == (
+        "search: BM25 only; hybrid is on in kbkit.toml but cannot run: "
+        'onnxruntime not installed; run: pip install "kbkit-mcp[semantic]"'
+    )
+
+
+def test_a_model_folder_without_model_files_is_reported_with_the_fix(tmp_path: Path) -> None:
+    config = HYBRID + 'model = "models/missing"\n'
+    root = make_project(tmp_path / "p", DOCS, config=config)
+    result = subprocess.run(
+        [*kbkit_command(), "doctor", "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    (finding,) = [f for f in json.loads(result.stdout)["checks"] if f["check"] == "search"]
+    assert finding["status"] == "warn"
+    assert (
+        "models/missing" in finding["finding"] and "needs model.onnx and tokenizer.json" in finding["finding"]
+    )
+
+
+@pytest.fixture
+def hybrid_kb(tmp_path: Path):
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    kb = KnowledgeBase.open(load_settings(root))
+    kb.scan()
+    yield kb
+    kb.close()
+
+
+def _vectors(kb: KnowledgeBase) -> dict[str, list[bytes]]:
+    rows = kb.store.reader().execute(
+        "SELECT d.path, e.vector FROM embeddings e JOIN documents d ON d.id = e.doc_id ORDER BY d.path, e.chunk"
+    )
+    out: dict[str, list[bytes]] = {}
+    for path, vector in rows:
+        out.setdefault(path, []).append(vector)
+    return out
+
+
+@needs_extra
+def test_hybrid_finds_a_paraphrase_that_shares_no_word_with_the_page(hybrid_kb: KnowledgeBase) -> None:
+    hybrid_kb.embed()
+    hits = hybrid_kb.search(PARAPHRASE).results
+    assert hits[0].path == "credentials.md"
+    assert hits[0].score == 1.0
+    assert hybrid_kb.describe_search() == (
+        True,
+        "search: hybrid, BM25 + all-MiniLM-L6-v2 int8; 3 of 3 documents embedded",
+    )
+
+
+@needs_extra
+def test_only_changed_documents_are_embedded_again(hybrid_kb: KnowledgeBase) -> None:
+    first = hybrid_kb.embed()
+    assert (first.embedded, first.total) == (3, 3)
+    before = _vectors(hybrid_kb)
+    assert hybrid_kb.embed().embedded == 0
+
+    docs = Path(hybrid_kb.settings.kb_path)
+    (docs / "release.md").write_text(
+        "# Releases\n\nCut a release branch, then deploy it.\n", encoding="utf-8"
+    )
+    (docs / "oncall.md").unlink()
+    hybrid_kb.scan()
+    again = hybrid_kb.embed()
+    assert (again.embedded, again.removed, again.total) == (1, 1, 2)
+    after = _vectors(hybrid_kb)
+    assert after["credentials.md"] == before["credentials.md"]
+    assert after["release.md"] != before["release.md"]
+    assert "oncall.md" not in after
+
+
+@needs_extra
+def test_long_documents_are_embedded_in_chunks_up_to_the_cap(tmp_path: Path) -> None:
+    words = " ".join(f"topic{i % 97} detail" for i in range(4000))
+    files = {"long.md": f"# Long\n\n{words}\n", "medium.md": "# Medium\n\n" + "alpha beta gamma " * 80}
+    root = make_project(tmp_path / "p", files, config=HYBRID)
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        kb.embed()
+        chunks = {path: len(vectors) for path, vectors in _vectors(kb).items()}
+    finally:
+        kb.close()
+    assert chunks["long.md"] == semantic.MAX_CHUNKS
+    assert 2 <= chunks["medium.md"] < semantic.MAX_CHUNKS
+
+
+@needs_extra
+def test_kbkit_index_embeds_every_document_before_it_returns(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    result = subprocess.run(
+        [*kbkit_command(), "index", "--root", str(root)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert "search: hybrid, 3 of 3 documents embedded" in result.stdout
+    found = subprocess.run(
+        [*kbkit_command(), "search", PARAPHRASE, "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert json.loads(found.stdout)["results"][0]["path"] == "credentials.md"
+
+
+@needs_extra
+def test_a_local_model_folder_can_stand_in_for_the_packaged_model(tmp_path: Path) -> None:
+    packaged = semantic.locate_model("")
+    folder = tmp_path / "p" / "models" / "mini"
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(packaged.onnx)
+    (folder / "vocab.txt").write_bytes(packaged.tokenizer.read_bytes())
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID + 'model = "models/mini"\n')
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        kb.embed()
+        assert kb.search(PARAPHRASE).results[0].path == "credentials.md"
+        assert kb.describe_search()[1].startswith("search: hybrid, BM25 + mini; 3 of 3")
+    finally:
+        kb.close()
+
+
+@needs_extra
+@pytest.mark.anyio
+async def test_the_server_embeds_in_the_background_and_says_so_at_boot(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    log = tmp_path / "stderr.log"
+    async with serve_stdio(root, stderr_path=log) as client:
+        assert "search: hybrid, BM25 + all-MiniLM-L6-v2 int8; documents are embedded in the background" in (
+            log.read_text()
+        )
+        deadline = time.monotonic() + 120
+        while True:  # the first answers may come from BM25 alone while vectors are computed
+            result = await client.call_tool("search", {"query": PARAPHRASE})
+            hits = result.structured_content["results"]
+            if hits and hits[0]["path"] == "credentials.md":
+                break
+            assert time.monotonic() < deadline, f"never embedded: {log.read_text()}"
+            await client.list_tools()  # a round trip to the server, not a sleep
+    assert "search: embedded " in log.read_text()
