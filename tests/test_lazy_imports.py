@@ -42,8 +42,12 @@ SERVER_SIDE = (
     "pathspec",
     "pyuca",
     "sqlite3",
+    "numpy",
+    "onnxruntime",
+    "tokenizers",
 )
-"""The server, the index and the terminal progress bar: what neither `kbkit sync` nor a help text needs."""
+"""The server, the index (its embedding model too) and the terminal progress bar: what neither
+`kbkit sync` nor a help text needs."""
 
 
 def run_logged(*args: str, cwd: Path, home: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
