@@ -10,7 +10,7 @@ from conftest import make_project
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.fields import lead, name_words
+from kbkit.kb.fields import MAX_REFERENCES, lead, name_words, references
 
 FILLER = "\n\nSome unrelated words about meetings, lunch and the office plants.\n"
 
@@ -138,3 +138,39 @@ def test_scores_are_relative_to_the_best_hit_even_on_a_tiny_corpus(open_kb) -> N
     scores = [hit.score for hit in kb.search("rollback").results]
     assert scores[0] == 1.0
     assert 0 < scores[1] < 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("See also: `chmod`, `chgrp`.", {"chmod", "chgrp"}),
+        ("Run `sudo chown user file` first.", set()),  # a command line, not a name
+        ("[steps](../runbooks/Rotate-API-Key.md#revoke) and [home](./index.md?x=1)", {"rotate-api-key", "index"}),
+        ("[site](https://example.com/chmod.html), [mail](mailto:a@b.c)", set()),  # outside the kb
+        ("I am `chown` and I mention `chown` and `CHOWN`.", set()),  # its own name
+    ],
+)
+def test_references_are_name_code_spans_and_relative_link_targets(text: str, names: set[str]) -> None:
+    assert references("pages/chown.md", text) == names
+
+
+def test_references_per_document_are_capped() -> None:
+    text = " ".join(f"`name{i}`" for i in range(5000))
+    assert len(references("a.md", text)) == MAX_REFERENCES
+
+
+def test_a_page_other_pages_refer_to_outranks_an_equal_match_and_the_prior_follows_edits(open_kb) -> None:
+    page = "# {0}\n\nChange the owner of a file.\n"
+    files = {"aaa.md": page.format("aaa"), "zzz.md": page.format("zzz")}
+    files |= {f"ref{i}.md": f"# Ref {i}\n\nSee also: `zzz`.{FILLER}" for i in range(3)}
+    kb = open_kb(files)
+    assert paths(kb, "change owner")[:2] == ["zzz.md", "aaa.md"]  # without the prior: path order, aaa first
+    for i in range(3):
+        (kb.settings.kb_path / f"ref{i}.md").write_text(f"# Ref {i}\n\nSee also: `aaa`.{FILLER}")
+    kb.scan()
+    assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]
+    for i in range(3):
+        (kb.settings.kb_path / f"ref{i}.md").unlink()
+    kb.scan()
+    assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]  # no references left: path order again
+    assert kb.store.reader().execute("SELECT count(*) FROM mentions").fetchone()[0] == 0

@@ -71,8 +71,9 @@ class Deadline:
         self._conn.set_progress_handler(None, 0)
 
 
-SCHEMA_VERSION = 3
-"""3: file-name, description and tags columns; the embeddings table. An older file is rebuilt."""
+SCHEMA_VERSION = 4
+"""3: file-name, description and tags columns; the embeddings table. 4: the mentions table (which
+document refers to which file name). An older file is rebuilt."""
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
@@ -101,6 +102,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
     {", ".join(COLUMNS)},
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
+CREATE TABLE IF NOT EXISTS mentions (
+    name        TEXT NOT NULL,
+    doc_id      INTEGER NOT NULL,
+    PRIMARY KEY (name, doc_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_by_doc ON mentions (doc_id);
 CREATE TABLE IF NOT EXISTS embeddings (
     doc_id      INTEGER NOT NULL,
     chunk       INTEGER NOT NULL,
