@@ -3,14 +3,17 @@ and what its scores say."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import make_project
+from conftest import kbkit_command, make_project
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.fields import MAX_REFERENCES, lead, name_words, references
+from kbkit.kb.store import SCHEMA_VERSION
 
 FILLER = "\n\nSome unrelated words about meetings, lunch and the office plants.\n"
 
@@ -177,3 +180,32 @@ def test_a_page_other_pages_refer_to_outranks_an_equal_match_and_the_prior_follo
     kb.scan()
     assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]  # no references left: path order again
     assert kb.store.reader().execute("SELECT count(*) FROM mentions").fetchone()[0] == 0
+
+
+def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vectors(tmp_path: Path) -> None:
+    files = {
+        "chmod.md": "# chmod\n\nChange file modes.\n",
+        "ls.md": "# ls\n\nList files. See also: `chmod`.\n",
+    }
+    root = make_project(tmp_path / "p", files)
+    settings = load_settings(root)
+    kb = KnowledgeBase.open(settings)
+    kb.scan()
+    kb.close()
+    with sqlite3.connect(settings.index_path) as conn:  # what schema 3 had: no mentions table
+        conn.execute("DROP TABLE mentions")
+        conn.execute("INSERT INTO embeddings VALUES (1, 0, 'sha', 'model', x'00')")
+        conn.execute("PRAGMA user_version = 3")
+    doctor = subprocess.run(
+        [*kbkit_command(), "doctor", "--root", str(root)], capture_output=True, text=True, timeout=120
+    )
+    assert "the index was made by an older kbkit" in doctor.stdout
+    kb = KnowledgeBase.open(settings)
+    try:
+        assert kb.store.repaired is None  # upgraded, not rebuilt
+        conn = kb.store.reader()
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT name FROM mentions").fetchall() == [("chmod",)]
+        assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
+    finally:
+        kb.close()
