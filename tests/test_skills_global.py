@@ -211,3 +211,19 @@ def test_bad_input_in_global_scope_is_one_line_and_writes_nothing(home: Path, wo
     assert (mine / "SKILL.md").is_file()
     listed = kbkit_list(home, work)
     assert listed["greet"]["source"] is None and "not in" in str(listed["greet"]["state"])
+
+
+def test_a_user_lock_kept_as_a_dotfiles_link_is_written_through_and_stays_a_link(
+    home: Path, work: Path
+) -> None:
+    dotfiles = home / "dotfiles" / "skill-lock.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text('{\n  "version": 3,\n  "skills": {},\n  "dismissed": {}\n}')
+    user_lock(home).parent.mkdir(parents=True)
+    user_lock(home).symlink_to(dotfiles)
+    write_skill(work / "src" / "greet")
+    added = kbkit("skills", "add", "./src/greet", "--global", cwd=work, home=home)
+    assert added.returncode == 0, added.stderr
+    assert user_lock(home).is_symlink()
+    assert "greet" in json.loads(dotfiles.read_text())["skills"]
+    assert "greet" in npx_list(home, work)

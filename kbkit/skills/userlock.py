@@ -102,7 +102,10 @@ class UserLock:
         del self.skills[name]
 
     def write(self) -> bool:
-        return atomic_write_text(self.path, json.dumps(_js_order(self.raw), indent=2, ensure_ascii=False))
+        """Replace the lock atomically; a lock that is a link (a dotfiles checkout) is written
+        through, where it points, as npx's own write does, and stays a link."""
+        target = self.path.resolve() if self.path.is_symlink() else self.path
+        return atomic_write_text(target, json.dumps(_js_order(self.raw), indent=2, ensure_ascii=False))
 
 
 _OWNED = frozenset((*_KEY_ORDER, "installedAt", "updatedAt"))
