@@ -175,11 +175,14 @@ def test_a_page_other_pages_refer_to_outranks_an_equal_match_and_the_prior_follo
         (kb.settings.kb_path / f"ref{i}.md").write_text(f"# Ref {i}\n\nSee also: `aaa`.{FILLER}")
     kb.scan()
     assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]
+    assert kb.store.reader().execute("SELECT * FROM referenced").fetchall() == [("aaa", 3)]
     for i in range(3):
         (kb.settings.kb_path / f"ref{i}.md").unlink()
     kb.scan()
     assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]  # no references left: path order again
-    assert kb.store.reader().execute("SELECT count(*) FROM mentions").fetchone()[0] == 0
+    conn = kb.store.reader()
+    assert conn.execute("SELECT count(*) FROM mentions").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM referenced").fetchone()[0] == 0
 
 
 def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vectors(tmp_path: Path) -> None:
@@ -194,6 +197,7 @@ def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vect
     kb.close()
     with sqlite3.connect(settings.index_path) as conn:  # what schema 3 had: no mentions table
         conn.execute("DROP TABLE mentions")
+        conn.execute("DROP TABLE referenced")
         conn.execute("INSERT INTO embeddings VALUES (1, 0, 'sha', 'model', x'00')")
         conn.execute("PRAGMA user_version = 3")
     doctor = subprocess.run(
@@ -205,7 +209,8 @@ def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vect
         assert kb.store.repaired is None  # upgraded, not rebuilt
         conn = kb.store.reader()
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert conn.execute("SELECT name FROM mentions").fetchall() == [("chmod",)]
+        assert conn.execute("SELECT names FROM mentions").fetchall() == [("chmod",)]
+        assert conn.execute("SELECT * FROM referenced").fetchall() == [("chmod", 1)]
         assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
     finally:
         kb.close()

@@ -79,18 +79,13 @@ def references(path: str, text: str) -> set[str]:
     single name (`chmod`, `rotate-api-key`) or the target of a relative Markdown link
     (`[how](../runbooks/rotate-api-key.md#steps)`). Links with a scheme point outside the kb and
     are left out, as is the document's own name. One regex pass over the indexed text: linear."""
-    found: set[str] = set()
-    own = stem(path).lower()
     body = capped(text)
-    for match in _CODE_NAME.finditer(body):
-        found.add(match.group(1).lower())
-        if len(found) > MAX_REFERENCES:
-            break
-    for match in _LINK_TARGET.finditer(body):
-        target = match.group(1).split("#", 1)[0].split("?", 1)[0]
-        if target and ":" not in target and len(found) <= MAX_REFERENCES:
+    found = {name.lower() for name in set(_CODE_NAME.findall(body))}
+    for target in set(_LINK_TARGET.findall(body)):
+        target = target.split("#", 1)[0].split("?", 1)[0]
+        if target and ":" not in target:
             found.add(stem(target.rstrip("/")).lower())
-    found.discard(own)
+    found.discard(stem(path).lower())
     found.discard("")
     return set(sorted(found)[:MAX_REFERENCES])
 
@@ -109,25 +104,41 @@ def write(conn: sqlite3.Connection, doc_id: int, path: str, title: str, doc: Doc
         f"INSERT INTO documents_fts (rowid, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
         (doc_id, *values),
     )
+    add_references(conn, doc_id, references(path, doc.text))
+
+
+def add_references(conn: sqlite3.Connection, doc_id: int, names: set[str]) -> None:
+    """Record the names `doc_id` refers to (one row) and count each once more in `referenced`."""
+    if not names:
+        return
+    ordered = sorted(names)
+    conn.execute("INSERT INTO mentions (doc_id, names) VALUES (?, ?)", (doc_id, "\n".join(ordered)))
     conn.executemany(
-        "INSERT OR IGNORE INTO mentions (name, doc_id) VALUES (?, ?)",
-        [(name, doc_id) for name in references(path, doc.text)],
+        "INSERT INTO referenced (name, documents) VALUES (?, 1) "
+        "ON CONFLICT (name) DO UPDATE SET documents = documents + 1",
+        [(name,) for name in ordered],
     )
 
 
 def remove(conn: sqlite3.Connection, doc_id: int) -> None:
-    """Drop what `write()` indexed for `doc_id`."""
+    """Drop what `write()` indexed for `doc_id`; the counts of the names it referred to go down."""
     conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    row = conn.execute("SELECT names FROM mentions WHERE doc_id = ?", (doc_id,)).fetchone()
+    if row is None:
+        return
+    names = [(name,) for name in row[0].split("\n")]
+    conn.executemany("UPDATE referenced SET documents = documents - 1 WHERE name = ?", names)
+    conn.executemany("DELETE FROM referenced WHERE name = ? AND documents <= 0", names)
     conn.execute("DELETE FROM mentions WHERE doc_id = ?", (doc_id,))
 
 
 def reference_counts(conn: sqlite3.Connection, names: list[str]) -> dict[str, int]:
-    """name -> how many documents refer to that file name, for the names asked about."""
+    """name -> how many documents refer to that file name (kept by write/remove: one lookup each)."""
     counts: dict[str, int] = {}
     for start in range(0, len(names), 500):
         part = names[start : start + 500]
-        sql = f"SELECT name, count(*) FROM mentions WHERE name IN ({', '.join('?' * len(part))})"
-        counts.update(conn.execute(sql + " GROUP BY name", part))
+        sql = f"SELECT name, documents FROM referenced WHERE name IN ({', '.join('?' * len(part))})"
+        counts.update(conn.execute(sql, part))
     return counts
 
 

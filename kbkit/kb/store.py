@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
-from kbkit.kb.fields import COLUMNS, partly_indexed_sql, references
+from kbkit.kb.fields import COLUMNS, add_references, partly_indexed_sql, references
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -72,33 +72,34 @@ class Deadline:
 
 
 SCHEMA_VERSION = 4
-"""3: file-name, description and tags columns; the embeddings table. 4: the mentions table (which
-document refers to which file name). An older file is rebuilt."""
+"""3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
+file names each document refers to) and the referenced table (how many documents refer to each).
+Older files are upgraded (MIGRATIONS) or rebuilt."""
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
 
 _MENTIONS = """
 CREATE TABLE IF NOT EXISTS mentions (
-    name        TEXT NOT NULL,
-    doc_id      INTEGER NOT NULL,
-    PRIMARY KEY (name, doc_id)
+    doc_id      INTEGER PRIMARY KEY,
+    names       TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS referenced (
+    name        TEXT PRIMARY KEY,
+    documents   INTEGER NOT NULL
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS mentions_by_doc ON mentions (doc_id);
 """
 
 
 def _add_mentions(conn: sqlite3.Connection) -> None:
-    """Schema 3 -> 4: the mentions table, filled from the indexed text (vectors and all else kept)."""
+    """Schema 3 -> 4: the mentions and referenced tables, filled from the indexed text (vectors and
+    all else kept)."""
     for statement in _MENTIONS.split(";"):
         if statement.strip():
             conn.execute(statement)
     rows = conn.execute("SELECT d.id, d.path, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
     for doc_id, path, body in rows.fetchall():
-        conn.executemany(
-            "INSERT OR IGNORE INTO mentions (name, doc_id) VALUES (?, ?)",
-            [(name, doc_id) for name in references(path, body or "")],
-        )
+        add_references(conn, doc_id, references(path, body or ""))
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _add_mentions}
