@@ -197,6 +197,15 @@ def check_index(ctx: Context) -> list[Finding]:
         ]
     store = Store(settings.index_path)
     problem = store.problem() or store.fts_problem()  # a look: the doctor repairs nothing
+    if problem == "older":
+        return [
+            Finding(
+                "index",
+                "warn",
+                "the index was made by an older kbkit",
+                "run kbkit index (or start kbkit serve): it upgrades the index in place",
+            )
+        ]
     if problem and problem != "new":
         fix = "run kbkit index: it rebuilds the index from the documents"
         if "symbolic link" in problem:

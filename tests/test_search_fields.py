@@ -3,14 +3,17 @@ and what its scores say."""
 
 from __future__ import annotations
 
+import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import make_project
+from conftest import kbkit_command, make_project
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.fields import lead, name_words
+from kbkit.kb.fields import MAX_REFERENCES, lead, name_words, references
+from kbkit.kb.store import SCHEMA_VERSION
 
 FILLER = "\n\nSome unrelated words about meetings, lunch and the office plants.\n"
 
@@ -138,3 +141,76 @@ def test_scores_are_relative_to_the_best_hit_even_on_a_tiny_corpus(open_kb) -> N
     scores = [hit.score for hit in kb.search("rollback").results]
     assert scores[0] == 1.0
     assert 0 < scores[1] < 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("See also: `chmod`, `chgrp`.", {"chmod", "chgrp"}),
+        ("Run `sudo chown user file` first.", set()),  # a command line, not a name
+        (
+            "[steps](../runbooks/Rotate-API-Key.md#revoke) and [home](./index.md?x=1)",
+            {"rotate-api-key", "index"},
+        ),
+        ("[site](https://example.com/chmod.html), [mail](mailto:a@b.c)", set()),  # outside the kb
+        ("I am `chown` and I mention `chown` and `CHOWN`.", set()),  # its own name
+    ],
+)
+def test_references_are_name_code_spans_and_relative_link_targets(text: str, names: set[str]) -> None:
+    assert references("pages/chown.md", text) == names
+
+
+def test_references_per_document_are_capped() -> None:
+    text = " ".join(f"`name{i}`" for i in range(5000))
+    assert len(references("a.md", text)) == MAX_REFERENCES
+
+
+def test_a_page_other_pages_refer_to_outranks_an_equal_match_and_the_prior_follows_edits(open_kb) -> None:
+    page = "# {0}\n\nChange the owner of a file.\n"
+    files = {"aaa.md": page.format("aaa"), "zzz.md": page.format("zzz")}
+    files |= {f"ref{i}.md": f"# Ref {i}\n\nSee also: `zzz`.{FILLER}" for i in range(3)}
+    kb = open_kb(files)
+    assert paths(kb, "change owner")[:2] == ["zzz.md", "aaa.md"]  # without the prior: path order, aaa first
+    for i in range(3):
+        (kb.settings.kb_path / f"ref{i}.md").write_text(f"# Ref {i}\n\nSee also: `aaa`.{FILLER}")
+    kb.scan()
+    assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]
+    assert kb.store.reader().execute("SELECT * FROM referenced").fetchall() == [("aaa", 3)]
+    for i in range(3):
+        (kb.settings.kb_path / f"ref{i}.md").unlink()
+    kb.scan()
+    assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]  # no references left: path order again
+    conn = kb.store.reader()
+    assert conn.execute("SELECT count(*) FROM mentions").fetchone()[0] == 0
+    assert conn.execute("SELECT count(*) FROM referenced").fetchone()[0] == 0
+
+
+def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vectors(tmp_path: Path) -> None:
+    files = {
+        "chmod.md": "# chmod\n\nChange file modes.\n",
+        "ls.md": "# ls\n\nList files. See also: `chmod`.\n",
+    }
+    root = make_project(tmp_path / "p", files)
+    settings = load_settings(root)
+    kb = KnowledgeBase.open(settings)
+    kb.scan()
+    kb.close()
+    with sqlite3.connect(settings.index_path) as conn:  # what schema 3 had: no mentions table
+        conn.execute("DROP TABLE mentions")
+        conn.execute("DROP TABLE referenced")
+        conn.execute("INSERT INTO embeddings VALUES (1, 0, 'sha', 'model', x'00')")
+        conn.execute("PRAGMA user_version = 3")
+    doctor = subprocess.run(
+        [*kbkit_command(), "doctor", "--root", str(root)], capture_output=True, text=True, timeout=120
+    )
+    assert "the index was made by an older kbkit" in doctor.stdout
+    kb = KnowledgeBase.open(settings)
+    try:
+        assert kb.store.repaired is None  # upgraded, not rebuilt
+        conn = kb.store.reader()
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert conn.execute("SELECT names FROM mentions").fetchall() == [("chmod",)]
+        assert conn.execute("SELECT * FROM referenced").fetchall() == [("chmod", 1)]
+        assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
+    finally:
+        kb.close()

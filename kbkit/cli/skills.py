@@ -89,8 +89,14 @@ class SkillRow(TypedDict):
 
 
 @app.command("list")
-def skills_list(root: RootOption = None, as_json: JsonOption = False) -> None:
-    """The locked skills, their sources and whether each installed copy verifies."""
+def skills_list(root: RootOption = None, global_: GlobalOption = False, as_json: JsonOption = False) -> None:
+    """The locked skills, their sources and whether each installed copy verifies.
+
+    With --global: the skills of the user's own lock (the one `npx skills add -g` keeps), then skill
+    folders in ~/.agents/skills that no lock records."""
+    if global_:
+        _list_user(root, as_json)
+        return
     from kbkit.skills.install import installed_problem
     from kbkit.skills.lock import read_lock
 
@@ -118,6 +124,21 @@ def skills_list(root: RootOption = None, as_json: JsonOption = False) -> None:
         typer.echo(f"skipped {line}", err=True)
 
 
+def _list_user(root: Path | None, as_json: bool) -> None:
+    from kbkit.skills.user import list_user, user_settings
+
+    rows, unusable = list_user(user_settings(root))
+    if as_json:
+        _print_json({"version": 1, "scope": "global", "skills": rows, "skipped": unusable})
+        return
+    for row in rows:
+        where = f"{row['sourceType']}:{row['source']}" if row["source"] else "unrecorded"
+        where += f"#{row['ref']}" if row["ref"] else ""
+        typer.echo(f"{row['name']}  {where}  {(row['skillFolderHash'] or '-')[:12]}  {row['state']}")
+    for line in unusable:
+        typer.echo(f"skipped {line}", err=True)
+
+
 @app.command("add")
 def skills_add(
     source: Annotated[
@@ -135,9 +156,32 @@ def skills_add(
     ] = False,
     ref: Annotated[str | None, typer.Option("--ref", help="A branch, tag or commit (git sources).")] = None,
     root: RootOption = None,
+    global_: GlobalOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Pin skills from a source in skills-lock.json (at the commit fetched) and install them."""
+    """Pin skills from a source in skills-lock.json (at the commit fetched) and install them.
+
+    With --global: install them into the user's own skill folders and record them in the user's
+    lock, as `npx skills add -g` does (a relative ./folder is read from the working folder); the
+    project is not touched."""
+    if global_:
+        from kbkit.skills.user import add_user, user_settings
+
+        settings = user_settings(root)
+        base = Path.cwd()
+        _run(
+            lambda: add_user(
+                settings,
+                source,
+                base=base,
+                skills=skill or (),
+                all_skills=all_skills,
+                ref=ref,
+                list_only=list_only,
+            ),
+            as_json,
+        )
+        return
     from kbkit.skills.install import add
 
     settings = _settings(root)
@@ -156,8 +200,19 @@ def skills_add(
 
 
 @app.command("remove")
-def skills_remove(name: str, root: RootOption = None, as_json: JsonOption = False) -> None:
-    """Unpin a skill and remove its installed copies (changed copies are moved to .kbkit/backups)."""
+def skills_remove(
+    name: str, root: RootOption = None, global_: GlobalOption = False, as_json: JsonOption = False
+) -> None:
+    """Unpin a skill and remove its installed copies (changed copies are moved to .kbkit/backups).
+
+    With --global: remove a skill the user's lock records from the user's folders; a copy changed
+    since it was installed stops the removal (nothing is deleted)."""
+    if global_:
+        from kbkit.skills.user import remove_user, user_settings
+
+        user = user_settings(root)
+        _run(lambda: remove_user(user, name), as_json)
+        return
     from kbkit.skills.install import remove
 
     settings = _settings(root)
@@ -189,10 +244,18 @@ def skills_install(
 
 @app.command("check")
 def skills_check(root: RootOption = None, global_: GlobalOption = False, as_json: JsonOption = False) -> None:
-    """Read-only and offline: missing installs, changed copies, changed local sources. Exit 1 on any."""
+    """Read-only and offline: missing installs, changed copies, changed local sources. Exit 1 on any.
+
+    With --global: the project's locked skills in the user's folders, and every skill the user's
+    lock records (what `npx skills add -g` or `kbkit skills add --global` installed)."""
     from kbkit.skills.install import check
 
-    report = check(_settings(root), global_=global_)
+    if global_:
+        from kbkit.skills.user import check_user, user_settings
+
+        report = check_user(user_settings(root))
+    else:
+        report = check(_settings(root))
     _print_report(report, as_json)
     if report.problems:
         raise typer.Exit(code=ExitCode.CHECK_FAILED)

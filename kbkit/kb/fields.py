@@ -2,8 +2,12 @@
 
 Besides the title, headings and body, a document is found by the words of its file name
 (`runbooks/rotate-api-key.md` answers "rotate api key") and by its front matter `description`
-and `tags`/`keywords`. The indexer calls `write()` for each document it (re)indexes; the search
-weighs the columns in the order of `COLUMNS`.
+and `tags`/`keywords`. The indexer calls `write()` for each document it (re)indexes and
+`remove()` for each it drops; the search weighs the columns in the order of `COLUMNS`.
+
+Each document's references to others (`name` code spans and Markdown link targets, by file
+name) are kept too: how many documents refer to a hit is the search's reference prior
+(docs/adr/0024).
 """
 
 from __future__ import annotations
@@ -25,15 +29,19 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NAME_SPLIT = re.compile(r"[-_.\s]+")
 
 
+def stem(path: str) -> str:
+    """A file name without its folder and extension: `runbooks/rotate-api-key.md` -> rotate-api-key."""
+    name = path.rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+
+
 def name_words(path: str) -> str:
     """The words of a file name: `rotate-api-key.md` -> "rotate api key".
 
     Split on `-`, `_`, `.` and case changes; a name with case changes keeps its whole form too
     (`getHTTPClient` -> "getHTTPClient get HTTP Client"), so the joined word still matches."""
-    name = path.rsplit("/", 1)[-1]
-    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
     words: list[str] = []
-    for part in _NAME_SPLIT.split(stem):
+    for part in _NAME_SPLIT.split(stem(path)):
         if not part:
             continue
         pieces = _CAMEL.split(part)
@@ -60,8 +68,30 @@ def capped(text: str) -> str:
     return text if len(data) <= INDEX_TEXT_CAP else data[:INDEX_TEXT_CAP].decode("utf-8", "ignore")
 
 
+MAX_REFERENCES = 1000
+"""At most this many distinct names a document refers to are kept (a page of links counts once each)."""
+_CODE_NAME = re.compile(r"`([\w.+-]{1,64})`")
+_LINK_TARGET = re.compile(r"\]\(\s*<?([^()\s<>]{1,512})")
+
+
+def references(path: str, text: str) -> set[str]:
+    """The file names (stems, lower-cased) of the documents `text` refers to: a code span that is a
+    single name (`chmod`, `rotate-api-key`) or the target of a relative Markdown link
+    (`[how](../runbooks/rotate-api-key.md#steps)`). Links with a scheme point outside the kb and
+    are left out, as is the document's own name. One regex pass over the indexed text: linear."""
+    body = capped(text)
+    found = {name.lower() for name in set(_CODE_NAME.findall(body))}
+    for target in set(_LINK_TARGET.findall(body)):
+        target = target.split("#", 1)[0].split("?", 1)[0]
+        if target and ":" not in target:
+            found.add(stem(target.rstrip("/")).lower())
+    found.discard(stem(path).lower())
+    found.discard("")
+    return set(sorted(found)[:MAX_REFERENCES])
+
+
 def write(conn: sqlite3.Connection, doc_id: int, path: str, title: str, doc: Document) -> None:
-    """Index one document's searchable text under `doc_id` (the caller deleted any old row)."""
+    """Index one document's searchable text and references under `doc_id` (after `remove()`)."""
     values = (
         title,
         name_words(path),
@@ -74,6 +104,42 @@ def write(conn: sqlite3.Connection, doc_id: int, path: str, title: str, doc: Doc
         f"INSERT INTO documents_fts (rowid, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
         (doc_id, *values),
     )
+    add_references(conn, doc_id, references(path, doc.text))
+
+
+def add_references(conn: sqlite3.Connection, doc_id: int, names: set[str]) -> None:
+    """Record the names `doc_id` refers to (one row) and count each once more in `referenced`."""
+    if not names:
+        return
+    ordered = sorted(names)
+    conn.execute("INSERT INTO mentions (doc_id, names) VALUES (?, ?)", (doc_id, "\n".join(ordered)))
+    conn.executemany(
+        "INSERT INTO referenced (name, documents) VALUES (?, 1) "
+        "ON CONFLICT (name) DO UPDATE SET documents = documents + 1",
+        [(name,) for name in ordered],
+    )
+
+
+def remove(conn: sqlite3.Connection, doc_id: int) -> None:
+    """Drop what `write()` indexed for `doc_id`; the counts of the names it referred to go down."""
+    conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    row = conn.execute("SELECT names FROM mentions WHERE doc_id = ?", (doc_id,)).fetchone()
+    if row is None:
+        return
+    names = [(name,) for name in row[0].split("\n")]
+    conn.executemany("UPDATE referenced SET documents = documents - 1 WHERE name = ?", names)
+    conn.executemany("DELETE FROM referenced WHERE name = ? AND documents <= 0", names)
+    conn.execute("DELETE FROM mentions WHERE doc_id = ?", (doc_id,))
+
+
+def reference_counts(conn: sqlite3.Connection, names: list[str]) -> dict[str, int]:
+    """name -> how many documents refer to that file name (kept by write/remove: one lookup each)."""
+    counts: dict[str, int] = {}
+    for start in range(0, len(names), 500):
+        part = names[start : start + 500]
+        sql = f"SELECT name, documents FROM referenced WHERE name IN ({', '.join('?' * len(part))})"
+        counts.update(conn.execute(sql, part))
+    return counts
 
 
 def partly_indexed_sql(*, count: bool = False) -> str:

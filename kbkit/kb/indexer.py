@@ -271,27 +271,28 @@ def _index_one(
     title = doc.title or Path(item.path).stem
     conn.execute("DELETE FROM skipped WHERE path = ?", (item.path,))
     if previous is not None:
-        doc_id: int | None = previous[2]  # lastrowid (below) is typed Optional; an INSERT always sets it
+        doc_id: int = previous[2]
         conn.execute(
             "UPDATE documents SET ext=?, size=?, mtime_ns=?, sha256=?, title=?, text_size=?, indexed_at=? "
             "WHERE id=?",
             (ext, raw.size, raw.mtime_ns, digest, title, doc.text_size, now, doc_id),
         )
-        conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+        fields.remove(conn, doc_id)
         report.changed += 1
     else:
-        doc_id = conn.execute(
+        inserted = conn.execute(
             "INSERT INTO documents (path, ext, size, mtime_ns, sha256, title, text_size, indexed_at) "
             "VALUES (?,?,?,?,?,?,?,?)",
             (item.path, ext, raw.size, raw.mtime_ns, digest, title, doc.text_size, now),
         ).lastrowid
+        assert inserted is not None  # typed Optional; an INSERT always sets it
+        doc_id = inserted
         report.added += 1
-    assert doc_id is not None  # an UPDATE keeps its id; an INSERT always sets lastrowid
     fields.write(conn, doc_id, item.path, title, doc)
 
 
 def _delete(conn: sqlite3.Connection, doc_id: int) -> None:
-    conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
+    fields.remove(conn, doc_id)
     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
 

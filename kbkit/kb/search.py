@@ -14,14 +14,15 @@ is the top hit and 0.5 half as good, on any corpus size.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sqlite3
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
 from typing import Any, Protocol, TypedDict
 
 from kbkit.errors import QueryError
-from kbkit.kb.fields import COLUMNS
+from kbkit.kb.fields import COLUMNS, reference_counts, stem
 from kbkit.kb.parsers import Registry
 from kbkit.kb.store import Deadline, SqliteError, Store, index_error
 from kbkit.kb.uris import doc_uri
@@ -36,6 +37,13 @@ COLUMN_WEIGHTS = {"title": 1.5, "name": 2.0, "description": 1.5, "tags": 1.5, "h
 """BM25 weights of the fields (docs/benchmarks.md has the measurements behind them)."""
 FOLD_MARGIN = 10
 """Candidates ranked beyond `limit`, so folding copies away still leaves `limit` hits."""
+POOL = 100
+"""At least this many BM25 candidates are weighed by the reference prior before the cut to `limit`."""
+REFERENCE_WEIGHT = 0.3
+"""The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
+other documents name it (a `name` code span or a relative link to it). The page others point at
+(`chmod`, a team's main runbook) outranks rarer pages that only share a word with the query
+(docs/adr/0024 and docs/benchmarks.md have the measurements)."""
 
 # Lucene's English stop set plus a few question words that carry no topic.
 STOP_WORDS = frozenset(
@@ -249,13 +257,13 @@ def search(
         prefix.encode("utf-8")
     except UnicodeEncodeError:
         raise QueryError("path_prefix is not valid Unicode (it holds a lone surrogate)") from None
-    pool = limit + FOLD_MARGIN
+    pool = max(limit + FOLD_MARGIN, POOL)
     conn = store.reader()
     budget_seconds = SEARCH_SECONDS if seconds is None else seconds
     deadline = Deadline(conn, budget_seconds)
     try:
         with deadline:
-            ranked = _lexical(conn, compiled, prefix, pool)
+            ranked = _referenced(conn, _lexical(conn, compiled, prefix, pool))
             if dense is not None:
                 ranked = _fuse(conn, ranked, dense.rank(query, pool, path_prefix=prefix), pool)
             hits, folded = _fold(ranked)
@@ -326,6 +334,19 @@ def _lexical(conn: sqlite3.Connection, compiled: CompiledQuery, prefix: str, poo
     if prefix:
         params |= {"prefix": prefix, "prefix_len": len(prefix)}
     return [_Ranked(*row) for row in conn.execute(search_sql(bool(prefix)), params)]
+
+
+def _referenced(conn: sqlite3.Connection, ranked: list[_Ranked]) -> list[_Ranked]:
+    """`ranked` with the reference prior applied to each score, in its new order."""
+    names = {hit.doc_id: stem(hit.path).lower() for hit in ranked}
+    counts = reference_counts(conn, sorted(set(names.values())))
+    if not counts:
+        return ranked
+    weighed = [
+        replace(hit, score=hit.score * (1 + REFERENCE_WEIGHT * math.log1p(counts.get(names[hit.doc_id], 0))))
+        for hit in ranked
+    ]
+    return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
 
 
 def _fuse(

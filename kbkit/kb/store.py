@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
-from kbkit.kb.fields import COLUMNS, partly_indexed_sql
+from kbkit.kb.fields import COLUMNS, add_references, partly_indexed_sql, references
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -71,11 +71,39 @@ class Deadline:
         self._conn.set_progress_handler(None, 0)
 
 
-SCHEMA_VERSION = 3
-"""3: file-name, description and tags columns; the embeddings table. An older file is rebuilt."""
+SCHEMA_VERSION = 4
+"""3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
+file names each document refers to) and the referenced table (how many documents refer to each).
+Older files are upgraded (MIGRATIONS) or rebuilt."""
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
+
+_MENTIONS = """
+CREATE TABLE IF NOT EXISTS mentions (
+    doc_id      INTEGER PRIMARY KEY,
+    names       TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS referenced (
+    name        TEXT PRIMARY KEY,
+    documents   INTEGER NOT NULL
+) WITHOUT ROWID;
+"""
+
+
+def _add_mentions(conn: sqlite3.Connection) -> None:
+    """Schema 3 -> 4: the mentions and referenced tables, filled from the indexed text (vectors and
+    all else kept)."""
+    for statement in _MENTIONS.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    rows = conn.execute("SELECT d.id, d.path, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
+    for doc_id, path, body in rows.fetchall():
+        add_references(conn, doc_id, references(path, body or ""))
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _add_mentions}
+"""Schema version -> the step to the next one, for changes that need no rescan (or re-embedding)."""
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS documents (
@@ -101,6 +129,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
     {", ".join(COLUMNS)},
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
+{_MENTIONS}
 CREATE TABLE IF NOT EXISTS embeddings (
     doc_id      INTEGER NOT NULL,
     chunk       INTEGER NOT NULL,
@@ -310,6 +339,8 @@ class Store:
             problem = self.problem()
             if problem == "new":
                 self._create()
+            elif problem == "older":
+                self._migrate()
             elif problem:
                 self.repaired = f"{problem}; it was rebuilt"
                 self._start_over()
@@ -318,7 +349,8 @@ class Store:
                 self._rebuild_fts()
 
     def problem(self) -> str | None:
-        """'new' for no file, a sentence for a file that must be rebuilt, None when it is usable."""
+        """'new' for no file, 'older' for a schema MIGRATIONS brings up to date, a sentence for a
+        file that must be rebuilt, None when it is usable."""
         if link := self._link_problem():
             return link
         if not self.path.exists() or self.path.stat().st_size == 0:
@@ -334,6 +366,8 @@ class Store:
             return f"the index was unreadable ({exc})"
         if check != "ok":
             return f"the index failed its integrity check ({check})"
+        if version in MIGRATIONS:
+            return "older"
         if version != SCHEMA_VERSION:
             return f"the index has schema {version}, this kbkit uses {SCHEMA_VERSION}"
         return None
@@ -363,6 +397,22 @@ class Store:
             conn.close()
         if self.fts_problem():
             self._start_over()
+
+    def _migrate(self) -> None:
+        """Bring an older schema up to date in place, in one transaction (all steps or none)."""
+        conn = self.connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            while version in MIGRATIONS:
+                MIGRATIONS[version](conn)
+                version += 1
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except SqliteError as exc:
+            raise index_error(exc, "cannot upgrade the index", self.path) from None
+        finally:
+            conn.close()
 
     def _start_over(self) -> None:
         """A new, empty index in place of a broken one; the next scan fills it from the documents."""

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kbkit.errors import DocumentRefused
 from kbkit.kb.documents import FILE_SIZE_CAP
@@ -55,6 +56,24 @@ class Tree:
             digest.update(self.files[rel][0])
         return digest.hexdigest()
 
+    def git_tree_hash(self) -> str:
+        """The git tree id these files would have (`git rev-parse HEAD:<folder>`): what `npx skills
+        add -g` records for a GitHub skill, and what GitHub's tree API reports for it."""
+        nested: dict[str, Any] = {}
+        for rel, item in self.files.items():
+            *dirs, leaf = rel.split("/")
+            node = nested
+            for part in dirs:
+                node = node.setdefault(part, {})
+            node[leaf] = item
+        return _git_tree(nested).hex()
+
+    def matches(self, recorded: str) -> bool:
+        """Whether these files are what a lock recorded: a content hash, or (40 digits) a git tree id."""
+        if len(recorded) == 40:
+            return self.git_tree_hash() == recorded.lower()
+        return self.hash() == recorded
+
     def text(self, rel: str) -> str | None:
         item = self.files.get(rel)
         if item is None:
@@ -63,6 +82,22 @@ class Tree:
             return item[0].decode("utf-8")
         except UnicodeDecodeError:
             raise SkillError(f"{rel}: not UTF-8 text") from None
+
+
+def _git_tree(node: dict[str, Any]) -> bytes:
+    """git's tree object id: entries sorted by name bytes (a folder as 'name/'), then SHA-1."""
+    entries = []
+    for name, item in node.items():
+        raw = name.encode("utf-8")
+        if isinstance(item, dict):
+            entries.append((raw + b"/", b"40000 " + raw + b"\0" + _git_tree(item)))
+        else:
+            data, mode = item
+            blob = hashlib.sha1(b"blob %d\0" % len(data) + data).digest()
+            kind = b"100755 " if mode & 0o111 else b"100644 "
+            entries.append((raw, kind + raw + b"\0" + blob))
+    body = b"".join(entry for _, entry in sorted(entries))
+    return hashlib.sha1(b"tree %d\0" % len(body) + body).digest()
 
 
 def read_tree(folder: Path, *, root: Path | None = None) -> Tree:

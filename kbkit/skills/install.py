@@ -22,7 +22,7 @@ from kbkit.errors import KbkitError
 from kbkit.skills import files
 from kbkit.skills.files import Tree
 from kbkit.skills.lock import Lock, LockEntry, read_lock
-from kbkit.skills.sources import Found, Source, discover, fetch, parse_source, source_of
+from kbkit.skills.sources import Fetched, Found, Source, discover, fetch, parse_source, source_of
 from kbkit.skills.spec import SKILL_FILE, SkillError, parse_skill
 
 AGENT_FOLDER_SOURCES = ("skills",)
@@ -236,29 +236,40 @@ def add(
     """Pin the chosen skills of a source in skills-lock.json, then install them."""
     root = settings.root
     parsed = parse_source(source, root, ref=ref)
-    chosen = list(dict.fromkeys(skills))
     with fetch(parsed, root) as fetched:
-        found, invalid = discover(fetched, parsed.subpath if parsed.kind != "local" else None)
-        left_out = [f"left out: {line}" for line in invalid]
+        picked, offered = choose(parsed, fetched, skills, all_skills=all_skills, list_only=list_only)
         if list_only:
-            offered = [
-                {"name": f.skill.name, "path": f.folder or ".", "description": f.skill.description}
-                for f in found
-            ]
-            return SkillsReport(offered=offered, warnings=left_out)
-        try:
-            picked = _pick(found, chosen, all_skills, parsed.shown)
-        except SkillError as exc:
-            raise SkillError("; ".join([str(exc), *invalid])) from None
+            return offered
         lock = read_lock(root)
-        warnings = left_out if all_skills else []
+        warnings = offered.warnings
         for item in picked:
             lock.put(_entry_for(parsed, item, fetched.commit))
-            warnings += item.skill.warnings + [f"{item.skill.name}: {line}" for line in item.tree.skipped]
     lock.write()
     report = install(settings, only=[item.skill.name for item in picked])
     report.warnings = warnings + report.warnings
     return report
+
+
+def choose(
+    parsed: Source, fetched: Fetched, skills: Iterable[str], *, all_skills: bool, list_only: bool
+) -> tuple[list[Found], SkillsReport]:
+    """The skills a fetched source offers that the user picked, and a report: what it offers
+    (with --list) and the warnings about what was left out or is off spec."""
+    found, invalid = discover(fetched, parsed.subpath if parsed.kind != "local" else None)
+    left_out = [f"left out: {line}" for line in invalid]
+    if list_only:
+        offered = [
+            {"name": f.skill.name, "path": f.folder or ".", "description": f.skill.description} for f in found
+        ]
+        return [], SkillsReport(offered=offered, warnings=left_out)
+    try:
+        picked = _pick(found, list(dict.fromkeys(skills)), all_skills, parsed.shown)
+    except SkillError as exc:
+        raise SkillError("; ".join([str(exc), *invalid])) from None
+    warnings = left_out if all_skills else []
+    for item in picked:
+        warnings += item.skill.warnings + [f"{item.skill.name}: {line}" for line in item.tree.skipped]
+    return picked, SkillsReport(warnings=warnings)
 
 
 def remove(settings: Settings, name: str) -> SkillsReport:
@@ -356,22 +367,31 @@ def _pick(found: list[Found], chosen: list[str], all_skills: bool, shown: str) -
 
 
 def _place(scope: Scope, name: str, tree: Tree, digest: str, locked: str) -> list[str]:
-    """Write the canonical copy, then each agent folder's link or copy; return what was backed up."""
+    """Write the canonical copy, then each agent folder's link or copy; return what was backed up.
+
+    In the user's folders nothing is moved aside (kbkit writes there only skill folders and the
+    user's lock): a folder in the way that holds neither version is refused before anything is
+    written."""
     root = scope.root
-    backups = []
-    with files.folder(root, CANONICAL_SKILL_DIR, create=True) as fd:
-        what = files.kind(fd, name)
-    if what != "missing" and not _replaceable(root, CANONICAL_SKILL_DIR, name, {digest, locked}):
-        backups.append(_backup(root, CANONICAL_SKILL_DIR, name))
+    in_the_way = []
+    for folder in (CANONICAL_SKILL_DIR, *scope.folders):
+        what = _kind_of(root, folder, name)
+        in_place = what not in ("missing", "link") or (what == "link" and folder == CANONICAL_SKILL_DIR)
+        if in_place and not _replaceable(root, folder, name, {digest, locked}):
+            in_the_way.append(folder)
+    if scope.global_ and in_the_way:
+        where = ", ".join(f"{root / folder / name}" for folder in in_the_way)
+        raise SkillError(
+            f"{where} holds a different copy that no lock records (or one changed by hand); "
+            "move it out of the way, then run this again"
+        )
+    backups = [_backup(root, folder, name) for folder in in_the_way]
     files.write_tree(root, CANONICAL_SKILL_DIR, name, tree)
     for folder in scope.folders:
         target = os.path.relpath(root / CANONICAL_SKILL_DIR / name, root / folder)
         with files.folder(root, folder, create=True) as fd:
-            what = files.kind(fd, name)
             if scope.mode == "symlink" and files.read_link(fd, name) == target:
                 continue
-        if what not in ("missing", "link") and not _replaceable(root, folder, name, {digest, locked}):
-            backups.append(_backup(root, folder, name))
         if scope.mode == "symlink":
             with files.folder(root, folder) as fd:
                 files.link(fd, name, target)
@@ -380,12 +400,24 @@ def _place(scope: Scope, name: str, tree: Tree, digest: str, locked: str) -> lis
     return backups
 
 
+def _kind_of(root: Path, folder: str, name: str) -> str:
+    """What `root/folder/name` is (missing when the folder is), creating nothing."""
+    try:
+        with files.folder(root, folder) as fd:
+            return files.kind(fd, name)
+    except SkillError as exc:
+        if "does not exist" in str(exc):
+            return "missing"
+        raise
+
+
 def _replaceable(root: Path, parent: str, name: str, digests: set[str]) -> bool:
     """True when the folder there holds exactly a locked or new version (nothing of the user's)."""
     try:
-        return files.read_tree(Path(root, parent, name), root=root).hash() in digests
+        tree = files.read_tree(Path(root, parent, name), root=root)
     except SkillError:
         return False
+    return any(tree.matches(digest) for digest in digests if digest)
 
 
 def _backup(root: Path, parent: str, name: str) -> str:

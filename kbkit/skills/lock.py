@@ -127,20 +127,29 @@ _OWNED = frozenset((*_KEY_ORDER, "requestedRef", "commit"))
 
 def read_lock(root: Path) -> Lock:
     path = root / LOCK_FILE
-    text = read_text_file(path, fix="restore it from git")
+    data = read_lock_data(path, LOCK_VERSION, fix="restore it from git")
+    return Lock(path, data if data is not None else {"version": LOCK_VERSION, "skills": {}})
+
+
+def read_lock_data(
+    path: Path, version: int, *, fix: str, version_fix: str | None = None
+) -> dict[str, Any] | None:
+    """A lock file's JSON (None when there is none): an object with a "skills" object, of `version`;
+    anything else is one error that names the file and says `fix` (`version_fix` for a version)."""
+    text = read_text_file(path, fix=fix)
     if text is None:
-        return Lock(path, {"version": LOCK_VERSION, "skills": {}})
+        return None
     try:
         data = json.loads(text)
     except ValueError as exc:
-        raise KbkitError(f"{path} is not valid JSON ({exc}); restore it from git") from None
+        raise KbkitError(f"{path} is not valid JSON ({exc}); {fix}") from None
     if not isinstance(data, dict) or not isinstance(data.get("skills"), dict):
-        raise KbkitError(f'{path} has no "skills" object; restore it from git')
-    if data.get("version") != LOCK_VERSION:
+        raise KbkitError(f'{path} has no "skills" object; {fix}')
+    if data.get("version") != version:
         raise KbkitError(
-            f"{path} has version {data.get('version')!r}; this kbkit reads version {LOCK_VERSION}"
+            f"{path} has version {data.get('version')!r}; this kbkit reads version {version}; {fix}"
         )
-    return Lock(path, data)
+    return data
 
 
 def _entry_problem(name: str, item: object) -> str | None:

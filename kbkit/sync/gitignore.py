@@ -8,6 +8,7 @@ skills-lock.json) can add a negation, a comment or a second line to the block.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -16,7 +17,7 @@ from kbkit.catalog.clients import CLIENTS
 from kbkit.config import ENV_FILE, LOCAL_CONFIG_FILE, STATE_DIR, Settings
 from kbkit.errors import SyncRefused
 from kbkit.fsutil import atomic_write_text, read_text_file
-from kbkit.skills.install import ignored_paths
+from kbkit.skills.lock import LOCK_FILE
 from kbkit.sync.preapprove import grants
 
 BEGIN = "# >>> kbkit >>>"
@@ -33,7 +34,11 @@ def managed_entries(settings: Settings) -> list[str]:
         client = CLIENTS[name]
         entries.append("/.agents/tool-cfg/" if client.user_level else f"/{client.path}")
     entries += [f"/{grant.path}" for grant in grants(settings, list(settings.sync_clients))]
-    return entries + ignored_paths(settings)  # the skills kit knows where skills go
+    if os.path.lexists(settings.root / LOCK_FILE):  # no lock, no skills: spare sync the skills kit's imports
+        from kbkit.skills.install import ignored_paths
+
+        entries += ignored_paths(settings)  # the skills kit knows where skills go
+    return entries
 
 
 def refresh(settings: Settings) -> bool:
