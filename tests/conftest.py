@@ -61,10 +61,22 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(4, os.cpu_count() or 1)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests (marked `slow`: a fresh virtualenv each) go first, so the workers run
-    them beside the rest instead of after it."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest tests go first, so the workers run them beside the rest instead of after it:
+    those marked `slow` (a fresh virtualenv each), then those that declare a timeout over the
+    default (the 30,000-document corpus), longest first."""
+
+    def declared_timeout(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("timeout")
+        return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+    default = float(config.getini("timeout") or 0)
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("slow") is None,
+            -declared_timeout(item) if declared_timeout(item) > default else 0.0,
+        )
+    )
 
 
 def pytest_sessionfinish() -> None:
