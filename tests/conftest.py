@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, chdir, contextmanager, nullcontext
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import IO, TypeVar
 
@@ -105,7 +105,7 @@ def kbkit_command() -> list[str]:
 
 
 def kbkit_in_process(
-    *args: str, env: Mapping[str, str | None] | None = None, cwd: Path | None = None
+    *args: str, env: Mapping[str, str | None] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`kbkit ARGS` run in this process (typer's CliRunner on kbkit's app, behind the same error
     boundary), returned as `subprocess.run` would return it: exit code, stdout, stderr.
@@ -117,8 +117,7 @@ def kbkit_in_process(
 
     from kbkit.cli import app
 
-    with chdir(cwd) if cwd is not None else nullcontext():
-        result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
     return subprocess.CompletedProcess(["kbkit", *args], result.exit_code, result.stdout, result.stderr)
 
 
