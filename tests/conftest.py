@@ -18,6 +18,7 @@ from typing import IO, TypeVar
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from peers.launch import Forked, stop_forkserver
 
 T = TypeVar("T")
 
@@ -60,10 +61,28 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(4, os.cpu_count() or 1)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests (marked `slow`: a fresh virtualenv each) go first, so the workers run
-    them beside the rest instead of after it."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The longest tests go first, so the workers run them beside the rest instead of after it:
+    those marked `slow` (a fresh virtualenv each), then those that declare a timeout over the
+    default (the 30,000-document corpus), longest first."""
+
+    def declared_timeout(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("timeout")
+        return float(mark.args[0]) if mark is not None and mark.args else 0.0
+
+    default = float(config.getini("timeout") or 0)
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("slow") is None,
+            -declared_timeout(item) if declared_timeout(item) > default else 0.0,
+        )
+    )
+
+
+def pytest_sessionfinish() -> None:
+    """Forked servers and peers (tests/peers/launch.py) are stopped by the tests; their parent
+    goes last, reaped here."""
+    stop_forkserver()
 
 
 @pytest.fixture
@@ -83,6 +102,23 @@ def kbkit_command() -> list[str]:
         return [str(script)]
     found = shutil.which("kbkit")
     return [found] if found else [sys.executable, "-m", "kbkit"]
+
+
+def kbkit_in_process(
+    *args: str, env: Mapping[str, str | None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`kbkit ARGS` run in this process (typer's CliRunner on kbkit's app, behind the same error
+    boundary), returned as `subprocess.run` would return it: exit code, stdout, stderr.
+
+    For what a command prints, exits with and writes, without a process start (about half a second
+    of CPU each). The launch itself (the console script, its environment checks) is what the tests
+    that run `kbkit_command()` are for. In `env`, None removes a variable for the run."""
+    from typer.testing import CliRunner
+
+    from kbkit.cli import app
+
+    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+    return subprocess.CompletedProcess(["kbkit", *args], result.exit_code, result.stdout, result.stderr)
 
 
 @asynccontextmanager
@@ -189,7 +225,8 @@ _LISTENING = re.compile(r"\] http: http://\S+:(\d+)/mcp ")
 
 
 class HttpServer:
-    """`kbkit serve --http` in a subprocess on loopback.
+    """`kbkit serve --http` in a process of its own on loopback: forked from a preloaded parent
+    (tests/peers/launch.py), or with `exec_script` the console script started as agents start it.
 
     Without `port` the server binds port 0 and reports the port it got, so no free port is guessed
     (and raced for) beforehand; with `port` (a restart on the same address) a bind that fails
@@ -204,9 +241,11 @@ class HttpServer:
         token: str | None = TEST_TOKEN,
         port: int | None = None,
         open_files: tuple[int, int] | None = None,
+        exec_script: bool = False,
     ) -> None:
         """`open_files`: the (soft, hard) RLIMIT_NOFILE the server starts under."""
         self.root = root
+        self._exec_script = exec_script
         self.fixed_port = port
         self.port = port or 0
         self.log_path = root / "http-stderr.log"
@@ -228,12 +267,13 @@ class HttpServer:
         if self._log is not None:
             self._log.close()
         self._log = open(self.log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in stop()
+        argv = ["serve", "--http", "--root", str(self.root), "--port", str(self.fixed_port or 0), *self._args]
+        self.process: subprocess.Popen[bytes] | Forked
+        if not self._exec_script:
+            self.process = Forked(argv, env=self._env, stderr_path=self.log_path, open_files=self._open_files)
+            return
         self.process = subprocess.Popen(
-            [
-                *kbkit_command(),
-                *("serve", "--http", "--root", str(self.root), "--port", str(self.fixed_port or 0)),
-                *self._args,
-            ],
+            [*kbkit_command(), *argv],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=self._log,
@@ -295,9 +335,14 @@ def _child_env(token: str | None, extra: Mapping[str, str] | None) -> dict[str, 
     return {**env, **(extra or {})}
 
 
-@pytest.fixture
-def http_server(project: Path):
-    server = HttpServer(project).wait_ready()
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
+    """One `kbkit serve --http` over SAMPLE_DOCS, started once for a module's tests that only send
+    it requests (none changes its files or settings). Those tests carry one xdist_group mark, so a
+    single worker starts it. It is the console script, started as agents start it."""
+    server = HttpServer(
+        make_project(tmp_path_factory.mktemp("http") / "project"), exec_script=True
+    ).wait_ready()
     yield server
     server.stop()
 

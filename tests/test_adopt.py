@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import kbkit_command, make_project
+from conftest import kbkit_command, kbkit_in_process, make_project
 
 from kbkit.sync import jsonc
 
@@ -49,13 +49,7 @@ def committed_repo(tmp_path: Path, files: dict[str, str], clients: list[str]) ->
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*kbkit_command(), "sync", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    return kbkit_in_process("sync", "--root", str(root), *args)  # stdin is not a terminal
 
 
 def test_without_the_flag_sync_says_exactly_what_adopt_would_do_and_changes_nothing(tmp_path: Path) -> None:

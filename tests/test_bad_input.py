@@ -142,7 +142,7 @@ async def test_damaged_files_are_skipped_with_a_reason_and_the_session_keeps_ser
 async def test_a_zero_byte_document_is_an_empty_document_not_a_failure(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", {**SAMPLE_DOCS, "empty.md": b"", "blank.txt": b""})
     with anyio.fail_after(SESSION_BOUND):
-        async with serve_stdio(root) as client:
+        async with serve_in_memory(root) as client:
             for path in ("empty.md", "blank.txt"):
                 result = await client.call_tool("get_document", {"path": path})
                 assert not result.is_error, result.content
@@ -335,7 +335,7 @@ async def test_a_long_query_is_answered_and_its_note_says_it_was_cut(tmp_path: P
     assert len(long_query) > 10_000 and len(huge_query) > 250_000
     root = make_project(tmp_path / "p")
     with anyio.fail_after(SESSION_BOUND):
-        async with serve_stdio(root) as client:
+        async with serve_in_memory(root) as client:
             result = await client.call_tool("search", {"query": long_query})
             assert not result.is_error, result.content
             data = result.structured_content

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import tomlkit
-from conftest import kbkit_command, make_project
+from conftest import kbkit_in_process, make_project
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -136,7 +136,7 @@ def test_init_keeps_git_ignoring_the_right_paths(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run([*kbkit_command(), "init", "--root", str(root)], check=True, capture_output=True)
+    assert kbkit_in_process("init", "--root", str(root)).returncode == 0
     (root / ".env.local").write_text("MCP_TOKEN=x\n")
     (root / ".kbkit").mkdir(exist_ok=True)
     (root / ".kbkit" / "index.db").write_bytes(b"")

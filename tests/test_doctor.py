@@ -12,7 +12,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import kbkit_command, make_project
+from conftest import kbkit_in_process, make_project
 from test_memory import KEY, MemoryUpstream
 
 from kbkit.diagnostics import CHECKS, check_parsers, run_checks, troubleshooting_table
@@ -30,13 +30,7 @@ def git_project(tmp_path: Path, extra: str = "") -> Path:
 
 
 def doctor(root: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*kbkit_command(), "doctor", "--root", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
+    return kbkit_in_process("doctor", "--root", str(root), *args, env=env)
 
 
 def by_check(root: Path, env: dict | None = None) -> dict[str, list[dict]]:
@@ -50,8 +44,8 @@ def by_check(root: Path, env: dict | None = None) -> dict[str, list[dict]]:
 
 def ready(tmp_path: Path) -> Path:
     root = git_project(tmp_path)
-    for command in (["index"], ["sync"]):
-        subprocess.run([*kbkit_command(), *command, "--root", str(root)], check=True, capture_output=True)
+    for command in ("index", "sync"):
+        assert kbkit_in_process(command, "--root", str(root)).returncode == 0
     return root
 
 
@@ -112,7 +106,7 @@ def test_a_stale_output_and_a_hand_edit_are_sync_warnings(tmp_path: Path) -> Non
     (finding, *steps) = by_check(root)["sync"]
     assert finding["status"] == "warn" and ".mcp.json: missing" in finding["finding"]
     assert steps and all(step["finding"].startswith("step in the agent: ") for step in steps)
-    subprocess.run([*kbkit_command(), "sync", "--root", str(root)], check=True, capture_output=True)
+    assert kbkit_in_process("sync", "--root", str(root)).returncode == 0
     data = json.loads((root / ".mcp.json").read_text())
     data["mcpServers"]["kb"]["args"].append("--extra")
     (root / ".mcp.json").write_text(json.dumps(data))
@@ -125,11 +119,7 @@ def test_a_tampered_skill_is_a_failure(tmp_path: Path) -> None:
     skill = root / "skills" / "demo"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text("---\nname: demo\ndescription: Use for the demo.\n---\nDo it.\n")
-    subprocess.run(
-        [*kbkit_command(), "skills", "add", "./skills/demo", "--root", str(root)],
-        check=True,
-        capture_output=True,
-    )
+    assert kbkit_in_process("skills", "add", "./skills/demo", "--root", str(root)).returncode == 0
     (root / ".agents" / "skills" / "demo" / "SKILL.md").write_text("tampered\n")
     findings = by_check(root)["skills"]
     assert (
@@ -208,8 +198,15 @@ def test_the_readme_run_command_works_in_a_clean_copy_with_a_fresh_virtualenv(tm
         if (REPO / rel).is_file():
             (copy / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, copy / rel)
+    # Verbatim, with one pip setting from the environment: no byte-compiling of every installed
+    # module at install time (the modules kbkit imports are compiled as it first imports them).
     result = subprocess.run(
-        ["bash", "-c", run_command], cwd=copy, capture_output=True, text=True, timeout=900
+        ["bash", "-c", run_command],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PIP_NO_COMPILE": "1"},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (

@@ -8,7 +8,8 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
-from conftest import kbkit_command, make_project
+from conftest import kbkit_in_process as kbkit
+from conftest import make_project
 
 from kbkit.sync.render import kbkit_command as entry_command
 
@@ -16,10 +17,6 @@ DOCS = {
     f"notes/doc-{n:02}.md": f"# Note {n}\n\nThe guard sequence protects every read, note {n}.\n"
     for n in range(30)
 }
-
-
-def kbkit(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kbkit_command(), *args], capture_output=True, text=True, timeout=120, check=False)
 
 
 def hits(root: Path) -> int:

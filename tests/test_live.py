@@ -13,7 +13,15 @@ from pathlib import Path
 import anyio
 import mcp.types as types
 import pytest
-from conftest import ERAS, document_text, eventually, kbkit_command, make_project, serve_stdio
+from conftest import (
+    ERAS,
+    document_text,
+    eventually,
+    kbkit_command,
+    make_project,
+    serve_in_memory,
+    serve_stdio,
+)
 from mcp import Client
 
 pytestmark = pytest.mark.anyio
@@ -46,10 +54,10 @@ async def uris(client) -> list[str]:
 
 
 async def test_both_eras_advertise_subscriptions_and_list_changes(project: Path) -> None:
-    async with serve_stdio(project, "legacy") as client:
+    async with serve_in_memory(project, "legacy") as client:
         resources = client.server_capabilities.resources
         assert resources.subscribe is True and resources.list_changed is True
-    async with serve_stdio(project, "auto") as client:
+    async with serve_in_memory(project, "auto") as client:
         assert client.server_capabilities.resources.list_changed is True
 
 
@@ -57,7 +65,7 @@ async def test_both_eras_advertise_subscriptions_and_list_changes(project: Path)
 async def test_a_subscribed_legacy_client_hears_an_edit(project: Path) -> None:
     """How soon is bench/live.py's to measure; here, that the notification comes at all."""
     inbox = Inbox()
-    async with serve_stdio(project, "legacy", message_handler=inbox.handler) as client:
+    async with serve_in_memory(project, "legacy", message_handler=inbox.handler) as client:
         await uris(client)  # the start-up scan is over: what follows is the edit's own notification
         inbox.seen.clear()
         await client.session.subscribe_resource("kb://doc/notes.txt")
@@ -68,7 +76,7 @@ async def test_a_subscribed_legacy_client_hears_an_edit(project: Path) -> None:
 
 
 async def test_a_modern_listener_hears_an_edit(project: Path) -> None:
-    async with serve_stdio(project, "auto") as client:
+    async with serve_in_memory(project, "auto") as client:
         await uris(client)  # the start-up scan is over: what follows is the edit's own notification
         async with client.listen(resource_subscriptions=["kb://doc/notes.txt"]) as subscription:
             (project / "docs" / "notes.txt").write_text("Rewritten notes about checkpoints.\n")
@@ -91,9 +99,9 @@ async def test_create_delete_rename_and_ignore_each_change_the_listing(project: 
         await inbox.wait_for(types.ResourceListChangedNotification)
 
     if mode == "legacy":
-        context = serve_stdio(project, mode, message_handler=inbox.handler)
+        context = serve_in_memory(project, mode, message_handler=inbox.handler)
     else:
-        context = serve_stdio(project, mode)
+        context = serve_in_memory(project, mode)
     async with context as client:
         await uris(client)  # waits for the start-up scan, whose own list change comes before the reply
         if mode == "legacy":
@@ -120,7 +128,7 @@ async def test_create_delete_rename_and_ignore_each_change_the_listing(project: 
 
 async def test_narrowing_parsers_in_kbkit_toml_is_applied_while_serving(project: Path) -> None:
     inbox = Inbox()
-    async with serve_stdio(project, "legacy", message_handler=inbox.handler) as client:
+    async with serve_in_memory(project, "legacy", message_handler=inbox.handler) as client:
         assert "kb://doc/notes.txt" in await uris(client)
         inbox.seen.clear()  # the start-up scan's own list change
         (project / "kbkit.toml").write_text('[kb]\npath = "docs"\n[parsers]\nenabled = ["md", "rst"]\n')

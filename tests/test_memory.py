@@ -6,8 +6,8 @@ import json
 import os
 import shutil
 import socket
-import subprocess
 import sys
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import anyio
@@ -25,6 +25,7 @@ from conftest import (
     wait_until,
 )
 from mcp.shared.exceptions import MCPError
+from peers.launch import start_memory_peer
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +48,7 @@ class MemoryUpstream:
         self.header_log = tmp / "upstream-headers.log"
         self.slow_recall = slow_recall
         self.extra = extra
-        self.process: subprocess.Popen | None = None
+        self.process: BaseProcess | None = None
 
     @staticmethod
     def _bind(port: int) -> socket.socket:
@@ -65,22 +66,17 @@ class MemoryUpstream:
     def start(self) -> MemoryUpstream:
         if self._socket is None:  # a restart on the same port
             self._socket = wait_until(self._rebind, what=f"port {self.port} to be free again")
-        fd = self._socket.fileno()
-        command = [
-            sys.executable,
-            str(PEER),
-            "--fd",
-            str(fd),
-            "--key",
-            KEY,
-            "--slow-recall",
-            str(self.slow_recall),
-            "--header-log",
-            str(self.header_log),
-            *self.extra,
-        ]
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=[fd]
+        self.process = start_memory_peer(
+            [
+                "--key",
+                KEY,
+                "--slow-recall",
+                str(self.slow_recall),
+                "--header-log",
+                str(self.header_log),
+                *self.extra,
+            ],
+            self._socket,
         )
         self._socket.close()  # the peer holds its own copy; once it dies the port refuses connections
         self._socket = None
@@ -89,8 +85,8 @@ class MemoryUpstream:
 
     def _listening(self) -> bool:
         assert self.process is not None
-        if self.process.poll() is not None:
-            raise RuntimeError(f"the memory peer exited with {self.process.returncode}")
+        if self.process.exitcode is not None:
+            raise RuntimeError(f"the memory peer exited with {self.process.exitcode}")
         try:
             socket.create_connection(("127.0.0.1", self.port), timeout=5).close()
             return True
@@ -98,9 +94,9 @@ class MemoryUpstream:
             return False
 
     def kill(self) -> None:
-        if self.process and self.process.poll() is None:
+        if self.process and self.process.exitcode is None:
             self.process.kill()
-            self.process.wait(timeout=10)
+            self.process.join(timeout=10)
         if self._socket is not None:
             self._socket.close()
             self._socket = None

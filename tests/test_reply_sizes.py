@@ -14,7 +14,7 @@ from conftest import ERAS, HttpServer, document_text, http_client, make_project
 
 from kbkit.server.replies import REPLY_LIMIT, encoded_size, fit_text
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("replies")]  # one worker starts the module's server
 
 LINES = "".join(f'line {n:06}: "quoted", a back\\slash and a tab\there.\n' for n in range(19_000))
 """990 KB of plain text with the escapes every document has: 1.08 MB as JSON, just over a reply

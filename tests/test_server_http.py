@@ -67,6 +67,7 @@ def sse_json(response: httpx2.Response) -> dict:
     return json.loads(data[-1])
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 def test_the_2025_handshake_over_raw_http(http_server: HttpServer) -> None:
     headers = {**auth_headers(), **JSON_HEADERS}
     init = httpx2.post(http_server.url, headers=headers, json=INITIALIZE)
@@ -102,6 +103,7 @@ def test_the_2025_handshake_over_raw_http(http_server: HttpServer) -> None:
     assert call["result"]["structuredContent"]["results"][0]["path"] == "adr/0001-guards.md"
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 def test_the_2026_stateless_requests_over_raw_http(http_server: HttpServer) -> None:
     headers = {**auth_headers(), **JSON_HEADERS, "mcp-protocol-version": MODERN}
 
@@ -147,6 +149,7 @@ async def test_the_same_tools_over_http_and_stdio_in_both_eras(project: Path, mo
         assert server.stop() == 0
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 @pytest.mark.parametrize(
     "headers",
     [
@@ -168,6 +171,7 @@ def test_a_missing_or_wrong_token_gets_401_and_the_server_keeps_running(
     assert httpx2.get(f"{http_server.base}/healthz").json() == {"status": "ok"}
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 def test_the_query_string_token_is_accepted_for_clients_without_headers(http_server: HttpServer) -> None:
     response = httpx2.post(
         f"{http_server.url}?token={TEST_TOKEN}",
@@ -177,12 +181,14 @@ def test_the_query_string_token_is_accepted_for_clients_without_headers(http_ser
     assert response.status_code == 200
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 def test_healthz_needs_no_token_and_says_nothing_internal(http_server: HttpServer) -> None:
     response = httpx2.get(f"{http_server.base}/healthz")
     assert response.status_code == 200
     assert response.json() == {"status": "ok"}
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 @pytest.mark.parametrize(
     ("extra", "status"),
     [({"origin": "http://evil.example"}, 403), ({"host": "evil.example:80"}, 421)],
@@ -195,6 +201,7 @@ def test_the_dns_rebinding_gate_refuses_foreign_hosts_and_origins(
     assert response.status_code == status
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 def test_a_loopback_origin_is_accepted(http_server: HttpServer) -> None:
     headers = {
         **auth_headers(),
@@ -207,6 +214,7 @@ def test_a_loopback_origin_is_accepted(http_server: HttpServer) -> None:
     assert httpx2.post(http_server.url, headers=headers, json=body).status_code == 200
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 def test_bodies_over_1_mib_get_413(http_server: HttpServer) -> None:
     body = (
         b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "'
@@ -217,6 +225,7 @@ def test_bodies_over_1_mib_get_413(http_server: HttpServer) -> None:
     assert response.status_code == 413
 
 
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
 def test_malformed_json_gets_a_json_rpc_parse_error(http_server: HttpServer) -> None:
     for extra in ({}, {"mcp-protocol-version": MODERN}):
         response = httpx2.post(
@@ -261,14 +270,12 @@ def test_an_idle_old_era_session_expires(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_port_0_binds_a_port_the_system_picks_and_the_boot_line_names_it(project: Path) -> None:
-    server = HttpServer(project).wait_ready()  # started with --port 0
-    try:
-        assert server.port != 0
-        assert f"http: http://127.0.0.1:{server.port}/mcp (health: /healthz)" in server.stderr()
-        assert httpx2.get(f"{server.base}/healthz").json() == {"status": "ok"}
-    finally:
-        server.stop()
+@pytest.mark.xdist_group("http-shared")  # the module's one http_server
+def test_port_0_binds_a_port_the_system_picks_and_the_boot_line_names_it(http_server: HttpServer) -> None:
+    assert http_server.fixed_port is None  # started with --port 0
+    assert http_server.port != 0
+    assert f"http: http://127.0.0.1:{http_server.port}/mcp (health: /healthz)" in http_server.stderr()
+    assert httpx2.get(f"{http_server.base}/healthz").json() == {"status": "ok"}
 
 
 def test_anonymous_mode_is_refused_off_loopback(project: Path) -> None:

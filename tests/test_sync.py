@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command, make_project
+from conftest import kbkit_in_process, make_project
 
 from kbkit.catalog.clients import CLIENTS
 from kbkit.config import load_settings
@@ -422,9 +422,7 @@ def test_a_tracked_output_is_refused_because_ignoring_cannot_hide_it(tmp_path: P
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*kbkit_command(), "sync", "--root", str(root), *args], capture_output=True, text=True, timeout=60
-    )
+    return kbkit_in_process("sync", "--root", str(root), *args)
 
 
 def test_check_catches_each_kind_of_drift(tmp_path: Path) -> None:

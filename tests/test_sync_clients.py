@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from conftest import kbkit_command, make_project
+from conftest import kbkit_in_process, make_project
 from test_sync import read_entry
 
 from kbkit.catalog.clients import CLIENTS, START_UP_SECONDS, clients_table
@@ -36,9 +36,7 @@ def repo(tmp_path: Path, clients: list[str], sync_extra: str = "") -> Path:
 
 
 def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*kbkit_command(), *args, "--root", str(root)], capture_output=True, text=True, timeout=120
-    )
+    return kbkit_in_process(*args, "--root", str(root))
 
 
 def test_readme_s_client_table_is_the_client_table() -> None:

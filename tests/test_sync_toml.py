@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command, make_project
+from conftest import kbkit_in_process, make_project
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -244,9 +244,7 @@ def test_kbkit_sync_merges_into_a_codex_config_with_an_inline_servers_table(tmp_
     config.parent.mkdir()
     before = 'model = "o3"\nmcp_servers = { other = { command = "other-mcp", args = ["--x"] } }\n'
     config.write_text(before)
-    done = subprocess.run(
-        [*kbkit_command(), "sync", "--root", str(root)], capture_output=True, text=True, timeout=60
-    )
+    done = kbkit_in_process("sync", "--root", str(root))
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     after = tomllib.loads(config.read_text())
