@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections import Counter
 
 from kbkit.kb.documents import Document
 
@@ -90,8 +91,11 @@ def references(path: str, text: str) -> set[str]:
     return set(sorted(found)[:MAX_REFERENCES])
 
 
-def write(conn: sqlite3.Connection, doc_id: int, path: str, title: str, doc: Document) -> None:
-    """Index one document's searchable text and references under `doc_id` (after `remove()`)."""
+def write(
+    conn: sqlite3.Connection, doc_id: int, path: str, title: str, doc: Document, counts: Counter[str]
+) -> None:
+    """Index one document's searchable text and references under `doc_id` (after `remove()`). The
+    names it refers to are added to `counts`, which `count_references()` writes once per batch."""
     values = (
         title,
         name_words(path),
@@ -104,32 +108,36 @@ def write(conn: sqlite3.Connection, doc_id: int, path: str, title: str, doc: Doc
         f"INSERT INTO documents_fts (rowid, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
         (doc_id, *values),
     )
-    add_references(conn, doc_id, references(path, doc.text))
+    record_references(conn, doc_id, references(path, doc.text), counts)
 
 
-def add_references(conn: sqlite3.Connection, doc_id: int, names: set[str]) -> None:
-    """Record the names `doc_id` refers to (one row) and count each once more in `referenced`."""
-    if not names:
-        return
-    ordered = sorted(names)
-    conn.execute("INSERT INTO mentions (doc_id, names) VALUES (?, ?)", (doc_id, "\n".join(ordered)))
-    conn.executemany(
-        "INSERT INTO referenced (name, documents) VALUES (?, 1) "
-        "ON CONFLICT (name) DO UPDATE SET documents = documents + 1",
-        [(name,) for name in ordered],
-    )
+def record_references(conn: sqlite3.Connection, doc_id: int, names: set[str], counts: Counter[str]) -> None:
+    """Store the names `doc_id` refers to (one row) and add them to the batch's `counts`."""
+    if names:
+        conn.execute("INSERT INTO mentions (doc_id, names) VALUES (?, ?)", (doc_id, "\n".join(sorted(names))))
+        counts.update(names)
 
 
-def remove(conn: sqlite3.Connection, doc_id: int) -> None:
-    """Drop what `write()` indexed for `doc_id`; the counts of the names it referred to go down."""
+def remove(conn: sqlite3.Connection, doc_id: int, counts: Counter[str]) -> None:
+    """Drop what `write()` indexed for `doc_id`; the names it referred to are taken off `counts`."""
     conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
     row = conn.execute("SELECT names FROM mentions WHERE doc_id = ?", (doc_id,)).fetchone()
-    if row is None:
-        return
-    names = [(name,) for name in row[0].split("\n")]
-    conn.executemany("UPDATE referenced SET documents = documents - 1 WHERE name = ?", names)
-    conn.executemany("DELETE FROM referenced WHERE name = ? AND documents <= 0", names)
-    conn.execute("DELETE FROM mentions WHERE doc_id = ?", (doc_id,))
+    if row is not None:
+        counts.subtract(row[0].split("\n"))
+        conn.execute("DELETE FROM mentions WHERE doc_id = ?", (doc_id,))
+
+
+def count_references(conn: sqlite3.Connection, counts: Counter[str]) -> None:
+    """Apply a batch's changes in how many documents refer to each name (one write per name, not
+    one per reference), then clear them."""
+    changed = [(delta, name) for name, delta in counts.items() if delta]
+    conn.executemany(
+        "INSERT INTO referenced (name, documents) VALUES (?2, ?1) "
+        "ON CONFLICT (name) DO UPDATE SET documents = documents + ?1",
+        changed,
+    )
+    conn.executemany("DELETE FROM referenced WHERE name = ? AND documents <= 0", [(n,) for _, n in changed])
+    counts.clear()
 
 
 def reference_counts(conn: sqlite3.Connection, names: list[str]) -> dict[str, int]:

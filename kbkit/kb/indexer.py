@@ -190,8 +190,9 @@ def _apply(
         progress(0, total)
     conn.execute("BEGIN IMMEDIATE")
     try:
+        counts: Counter[str] = Counter()  # changes in how many documents refer to each name
         for path in gone_docs:
-            _delete(conn, known[path][2])
+            _delete(conn, known[path][2], counts)
             report.removed += 1
         conn.executemany("DELETE FROM skipped WHERE path = ?", [(p,) for p in gone_skips])
         done = 0
@@ -199,14 +200,16 @@ def _apply(
             if stop is not None and stop.is_set():
                 report.stopped = True
                 break
-            _index_one(conn, kb_root, registry, item, known.get(item.path), now, report)
+            _index_one(conn, kb_root, registry, item, known.get(item.path), now, report, counts)
             done += 1
             if done % BATCH_SIZE == 0:
+                fields.count_references(conn, counts)
                 _set_progress(conn, done, total)
                 conn.execute("COMMIT")
                 if progress:
                     progress(done, total)
                 conn.execute("BEGIN IMMEDIATE")
+        fields.count_references(conn, counts)
         conn.execute("DELETE FROM meta WHERE key IN (?, ?)", (_MARKER, _PROGRESS))
         conn.execute("COMMIT")
         if progress:
@@ -241,6 +244,7 @@ def _index_one(
     previous: tuple[int, int, int] | None,
     now: str,
     report: ScanReport,
+    counts: Counter[str],
 ) -> None:
     ext = extension_of(item.path)
     try:
@@ -260,7 +264,7 @@ def _index_one(
         doc = extract(raw, registry, text_cap=None)
     except DocumentRefused as refused:
         if previous is not None:
-            _delete(conn, previous[2])
+            _delete(conn, previous[2], counts)
             report.removed += 1
         conn.execute(
             "INSERT OR REPLACE INTO skipped (path, ext, size, mtime_ns, reason_code, reason) "
@@ -277,7 +281,7 @@ def _index_one(
             "WHERE id=?",
             (ext, raw.size, raw.mtime_ns, digest, title, doc.text_size, now, doc_id),
         )
-        fields.remove(conn, doc_id)
+        fields.remove(conn, doc_id, counts)
         report.changed += 1
     else:
         inserted = conn.execute(
@@ -288,11 +292,11 @@ def _index_one(
         assert inserted is not None  # typed Optional; an INSERT always sets it
         doc_id = inserted
         report.added += 1
-    fields.write(conn, doc_id, item.path, title, doc)
+    fields.write(conn, doc_id, item.path, title, doc, counts)
 
 
-def _delete(conn: sqlite3.Connection, doc_id: int) -> None:
-    fields.remove(conn, doc_id)
+def _delete(conn: sqlite3.Connection, doc_id: int, counts: Counter[str]) -> None:
+    fields.remove(conn, doc_id, counts)
     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
 
 

@@ -15,12 +15,13 @@ import os
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
-from kbkit.kb.fields import COLUMNS, add_references, partly_indexed_sql, references
+from kbkit.kb.fields import COLUMNS, count_references, partly_indexed_sql, record_references, references
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -98,8 +99,10 @@ def _add_mentions(conn: sqlite3.Connection) -> None:
         if statement.strip():
             conn.execute(statement)
     rows = conn.execute("SELECT d.id, d.path, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
+    counts: Counter[str] = Counter()
     for doc_id, path, body in rows.fetchall():
-        add_references(conn, doc_id, references(path, body or ""))
+        record_references(conn, doc_id, references(path, body or ""), counts)
+    count_references(conn, counts)
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _add_mentions}
