@@ -12,14 +12,20 @@ import json
 import os
 import signal
 import socket
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import h11
 import httpx2
 import pytest
-from conftest import TEST_TOKEN, HttpServer, auth_headers, legacy_session, make_project, open_event_stream
+from conftest import (
+    TEST_TOKEN,
+    HttpServer,
+    auth_headers,
+    legacy_session,
+    make_project,
+    open_event_stream,
+    wait_until,
+)
 
 MODERN = "2026-07-28"
 HALF_REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -50,14 +56,6 @@ def closed_by_server(sock: socket.socket) -> bool:
         return False
     except OSError:  # reset: the server aborted it
         return True
-
-
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(0.1)
 
 
 def server_sockets(server: HttpServer) -> int:
@@ -102,12 +100,14 @@ def test_stalled_half_requests_past_the_limit_leave_health_and_mcp_answering_and
     idle = server_sockets(server)  # the listening socket and the event loop's own
     try:
         stalled = stall(server.port, 60)
-        wait_until(lambda: server_sockets(server) <= idle + 40, "the server holds at most max_connections")
+        wait_until(
+            lambda: server_sockets(server) <= idle + 40, what="the server holds at most max_connections"
+        )
         assert httpx2.get(f"{server.base}/healthz", timeout=30).json() == {"status": "ok"}
         listing = modern_tools_list(server)
         assert listing.status_code == 200 and "get_document" in listing.text
-        wait_until(lambda: all(closed_by_server(s) for s in stalled), "every stalled socket is closed")
-        wait_until(lambda: server_sockets(server) <= idle, "the server holds no stalled socket")
+        wait_until(lambda: all(closed_by_server(s) for s in stalled), what="every stalled socket is closed")
+        wait_until(lambda: server_sockets(server) <= idle, what="the server holds no stalled socket")
         assert server.stop() == 0
         log = log_lines(server)
         assert len(log) <= 6, log  # one line per kind, then the count of those held back
@@ -127,7 +127,9 @@ def test_more_stalled_sockets_than_the_open_file_limit_never_take_the_server_dow
         stalled = stall(server.port, 400)
         assert httpx2.get(f"{server.base}/healthz", timeout=30).json() == {"status": "ok"}
         assert modern_tools_list(server).status_code == 200
-        wait_until(lambda: server_sockets(server) <= idle + 64, "the server holds at most 64 client sockets")
+        wait_until(
+            lambda: server_sockets(server) <= idle + 64, what="the server holds at most 64 client sockets"
+        )
         assert "limits: 64 connections" in server.stderr()
         assert "lowered to fit the open-file limit, 320" in server.stderr()
     finally:
@@ -157,7 +159,7 @@ def test_a_request_body_that_stalls_is_cut_off(tmp_path: Path) -> None:
     ).encode()
     try:
         (sock,) = stall(server.port, 1, head + b'{"jsonrpc": "2.0", ')
-        wait_until(lambda: closed_by_server(sock), "the stalled body's connection is closed")
+        wait_until(lambda: closed_by_server(sock), what="the stalled body's connection is closed")
         sock.close()
         assert httpx2.get(f"{server.base}/healthz", timeout=30).status_code == 200
     finally:
@@ -215,7 +217,9 @@ def test_a_client_that_stops_reading_its_replies_is_cut_off(tmp_path: Path) -> N
     try:
         sock.connect(("127.0.0.1", server.port))
         sock.sendall((head + body) * 10)
-        wait_until(lambda: "left its reply unread for 1 s" in server.stderr(), "the unread reply is given up")
+        wait_until(
+            lambda: "left its reply unread for 1 s" in server.stderr(), what="the unread reply is given up"
+        )
         assert httpx2.get(f"{server.base}/healthz", timeout=30).status_code == 200
     finally:
         sock.close()
@@ -309,7 +313,7 @@ def test_sigterm_answers_every_request_in_flight_and_ends_notification_streams(
             for i in range(4)
         ]
         server.process.send_signal(signal.SIGTERM)
-        wait_until(lambda: _refused(server.port), "the server stops accepting connections")
+        wait_until(lambda: _refused(server.port), what="the server stops accepting connections")
         for i, request in enumerate(held):
             result = _rpc_result(*request.finish())
             assert f"The body of document {i}." in json.dumps(result), result
@@ -333,14 +337,14 @@ def test_past_the_limit_with_every_connection_busy_a_newcomer_gets_503_and_one_l
             streams.append(open_event_stream(server.port, legacy_session(server.url)))
         # A connection the sessions were opened on may linger a moment: a newcomer closes that one
         # (it waits for a request) rather than being refused. Once only the streams are left: 503.
-        wait_until(lambda: _health_answer(server).startswith(b"HTTP/1.1 503"), "a newcomer is refused")
+        wait_until(lambda: _health_answer(server).startswith(b"HTTP/1.1 503"), what="a newcomer is refused")
         for _ in range(2):
             assert _health_answer(server).startswith(b"HTTP/1.1 503 Service Unavailable")
         for stream in streams:
             stream.close()
         wait_until(
             lambda: httpx2.get(f"{server.base}/healthz", timeout=30).status_code == 200,
-            "room again once the streams end",
+            what="room again once the streams end",
         )
     finally:
         server.stop()

@@ -96,19 +96,20 @@ def write(
 ) -> None:
     """Index one document's searchable text and references under `doc_id` (after `remove()`). The
     names it refers to are added to `counts`, which `count_references()` writes once per batch."""
+    body = capped(doc.text)
     values = (
         title,
         name_words(path),
-        doc.description or lead(doc.text),
+        doc.description or lead(body),
         "\n".join(doc.tags),
         "\n".join(doc.headings),
-        capped(doc.text),
+        body,
     )
     conn.execute(
         f"INSERT INTO documents_fts (rowid, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
         (doc_id, *values),
     )
-    record_references(conn, doc_id, references(path, doc.text), counts)
+    record_references(conn, doc_id, references(path, body), counts)
 
 
 def record_references(conn: sqlite3.Connection, doc_id: int, names: set[str], counts: Counter[str]) -> None:
