@@ -292,9 +292,17 @@ async def test_a_slow_upstream_times_out_and_the_kb_side_is_unaffected(tmp_path)
             async def slow() -> None:
                 results["recall"] = await client.call_tool("recall", {"query": "x"})
 
+            def requests_received() -> int:  # the peer logs the headers of each request it gets
+                return len(peer.header_log.read_bytes().splitlines()) if peer.header_log.exists() else 0
+
+            before = requests_received()
             async with anyio.create_task_group() as group:
                 group.start_soon(slow)
-                await anyio.sleep(0.3)  # the recall goes out first (were it later, this would pass anyway)
+
+                async def recall_arrived() -> bool:
+                    return requests_received() > before
+
+                await eventually(recall_arrived, what="the recall to reach the upstream")
                 assert not (await client.call_tool("search", {"query": "guard"})).is_error
                 assert "recall" not in results  # the search did not wait behind the hung recall
             assert results["recall"].is_error
