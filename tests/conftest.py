@@ -18,7 +18,7 @@ from typing import IO, TypeVar
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from peers.launch import Forked, stop_forkserver
+from peers.launch import Forked, forked_kbkit, stop_forkserver
 
 T = TypeVar("T")
 
@@ -130,8 +130,9 @@ async def serve_stdio(
     env: Mapping[str, str] | None = None,
     message_handler=None,  # noqa: ANN001 - the SDK's MessageHandlerFnT
 ) -> AsyncIterator[Client]:
-    """`kbkit serve --root ROOT` in a subprocess, with the real mcp client connected over stdio."""
-    command = kbkit_command()
+    """`kbkit serve --root ROOT` in a process of its own (forked, tests/peers/launch.py), with the
+    real mcp client connected to it over stdio."""
+    command = forked_kbkit()
     params = StdioServerParameters(
         command=command[0],
         args=[*command[1:], "serve", "--root", str(root)],

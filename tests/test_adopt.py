@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import kbkit_command, kbkit_in_process, make_project
+from conftest import forked_kbkit, kbkit_in_process, make_project
 
 from kbkit.sync import jsonc
 
@@ -108,7 +108,7 @@ def _at_a_terminal(root: Path, answer: bytes) -> tuple[int, str]:
     """`kbkit sync` with its stdin on a terminal, answering the question it asks there."""
     controller, terminal = os.openpty()
     process = subprocess.Popen(
-        [*kbkit_command(), "sync", "--root", str(root)],
+        [*forked_kbkit(), "sync", "--root", str(root)],
         stdin=terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

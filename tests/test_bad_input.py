@@ -25,7 +25,7 @@ from conftest import (
     ERAS,
     SAMPLE_DOCS,
     document_text,
-    kbkit_command,
+    forked_kbkit,
     make_project,
     serve_in_memory,
     serve_stdio,
@@ -92,7 +92,7 @@ def skipped_rows(root: Path) -> dict[str, tuple[str, str]]:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*kbkit_command(), *args], capture_output=True, text=True, timeout=CLI_BOUND, check=False
+        [*forked_kbkit(), *args], capture_output=True, text=True, timeout=CLI_BOUND, check=False
     )
 
 
@@ -211,7 +211,7 @@ def test_pathological_markdown_is_indexed_in_bounded_time(tmp_path: Path, body: 
         pytest.fail("parsing one hostile Markdown file took over 5 s (regex backtracking in the parser)")
     root = make_project(tmp_path / "p", {**SAMPLE_DOCS, "hostile.md": body})
     done = subprocess.run(
-        [*kbkit_command(), "index", "--root", str(root)],
+        [*forked_kbkit(), "index", "--root", str(root)],
         capture_output=True,
         text=True,
         timeout=120,

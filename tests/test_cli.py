@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command, make_project
+from conftest import forked_kbkit, make_project
 from typer.testing import CliRunner, Result
 
 from kbkit import __version__
@@ -44,7 +44,7 @@ def assert_one_error_line(result: Result, code: int, *fragments: str) -> str:
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kbkit_command(), *args], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return subprocess.run([*forked_kbkit(), *args], capture_output=True, text=True, cwd=cwd, timeout=60)
 
 
 # -- what a user sees when things work ------------------------------------------------------
@@ -365,7 +365,7 @@ def test_errors_are_one_line_on_stderr_with_exit_code_2(tmp_path: Path) -> None:
 def test_serve_refuses_a_bad_config_before_speaking_the_protocol(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n[server]\ntools = ["search", "grep"]\n')
     result = subprocess.run(
-        [*kbkit_command(), "serve", "--root", str(root)], input="", capture_output=True, text=True, timeout=60
+        [*forked_kbkit(), "serve", "--root", str(root)], input="", capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2
     assert result.stdout == ""

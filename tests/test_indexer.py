@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command, make_project
+from conftest import forked_kbkit, make_project
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
@@ -245,7 +245,7 @@ def test_undecodable_files_are_listed_by_index_skipped_with_the_reason(tmp_path:
     }
     root = make_project(tmp_path / "p", files)
     result = subprocess.run(
-        [*kbkit_command(), "index", "--skipped", "--root", str(root)],
+        [*forked_kbkit(), "index", "--skipped", "--root", str(root)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -267,13 +267,13 @@ def test_undecodable_files_are_listed_by_index_skipped_with_the_reason(tmp_path:
 def test_index_prints_plain_progress_lines_when_stderr_is_piped(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", {f"d/{i}.md": f"# {i}\n" for i in range(30)})
     result = subprocess.run(
-        [*kbkit_command(), "index", "--root", str(root)], capture_output=True, text=True, timeout=60
+        [*forked_kbkit(), "index", "--root", str(root)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr.splitlines() == ["indexing: 0 of 30 documents", "indexing: 30 of 30 documents"]
     assert result.stdout.startswith("index: 30 documents (30 added")
     again = subprocess.run(
-        [*kbkit_command(), "index", "--root", str(root)], capture_output=True, text=True, timeout=60
+        [*forked_kbkit(), "index", "--root", str(root)], capture_output=True, text=True, timeout=60
     )
     assert again.stderr == ""  # nothing to index, nothing to show
 
@@ -285,7 +285,7 @@ def test_index_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     controller, terminal = pty.openpty()
     try:
         process = subprocess.Popen(
-            [*kbkit_command(), "index", "--root", str(root)],
+            [*forked_kbkit(), "index", "--root", str(root)],
             stdout=subprocess.PIPE,
             stderr=terminal,
             text=True,

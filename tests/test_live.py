@@ -17,7 +17,7 @@ from conftest import (
     ERAS,
     document_text,
     eventually,
-    kbkit_command,
+    forked_kbkit,
     make_project,
     serve_in_memory,
     serve_stdio,
@@ -143,7 +143,7 @@ async def test_with_no_watch_edits_wait_for_the_next_index(tmp_path: Path) -> No
         (root / "docs" / "late.md").write_text("# Late\n")
         await anyio.sleep(1.5)  # a watcher, were one running, would have picked it up by now
         assert "kb://doc/late.md" not in await uris(client)
-        subprocess.run([*kbkit_command(), "index", "--root", str(root)], check=True, capture_output=True)
+        subprocess.run([*forked_kbkit(), "index", "--root", str(root)], check=True, capture_output=True)
         # another process indexed: this server notices the commit and serves it
 
         async def served() -> bool:
@@ -232,7 +232,7 @@ def test_an_indexer_killed_mid_batch_leaves_a_consistent_index_and_the_next_star
     files = {f"bulk/doc-{i:05}.md": f"# Doc {i}\n\n" + "filler words " * 200 + "\n" for i in range(6000)}
     root = make_project(tmp_path / "p", files)
     index = subprocess.Popen(
-        [*kbkit_command(), "index", "--root", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*forked_kbkit(), "index", "--root", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     db = root / ".kbkit" / "index.db"
     deadline = time.monotonic() + 60
@@ -250,7 +250,7 @@ def test_an_indexer_killed_mid_batch_leaves_a_consistent_index_and_the_next_star
     assert 0 < partial < 6000, "the indexer finished before it could be killed; make the corpus larger"
     assert sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     result = subprocess.run(
-        [*kbkit_command(), "index", "--root", str(root)], capture_output=True, text=True, timeout=120
+        [*forked_kbkit(), "index", "--root", str(root)], capture_output=True, text=True, timeout=120
     )
     assert "index: 6000 documents" in result.stdout
     assert "an earlier indexing run (pid" in result.stdout and "was cut off" in result.stdout
@@ -260,7 +260,7 @@ def test_an_indexer_killed_mid_batch_leaves_a_consistent_index_and_the_next_star
 
 
 async def test_a_corrupt_index_is_rebuilt_at_start_and_served(project: Path) -> None:
-    subprocess.run([*kbkit_command(), "index", "--root", str(project)], check=True, capture_output=True)
+    subprocess.run([*forked_kbkit(), "index", "--root", str(project)], check=True, capture_output=True)
     db = project / ".kbkit" / "index.db"
     db.write_bytes(os.urandom(8192))
     for suffix in ("-wal", "-shm"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pathspec
 import pypdf
 import pytest
-from conftest import SAMPLE_DOCS, kbkit_command, make_project, serve_stdio
+from conftest import SAMPLE_DOCS, forked_kbkit, make_project, serve_stdio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from peers.hostile import backtracking_kbignore, backtracking_names, form_bomb_pdf, text_pdf
@@ -28,7 +28,7 @@ CLI_BOUND = 120
 
 def run_kbkit(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*kbkit_command(), *args], capture_output=True, text=True, timeout=CLI_BOUND, check=False
+        [*forked_kbkit(), *args], capture_output=True, text=True, timeout=CLI_BOUND, check=False
     )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TEST_TOKEN, HttpServer, kbkit_command, make_project
+from conftest import TEST_TOKEN, HttpServer, forked_kbkit, make_project
 
 # the Inspector and the shared server are set up once, by one worker:
 pytestmark = pytest.mark.xdist_group("real-clients")
@@ -150,7 +150,7 @@ def http_server(tmp_path_factory: pytest.TempPathFactory, inspector: Inspector) 
 def target(request: pytest.FixtureRequest, kb_root: Path) -> list[str]:
     """The Inspector's target arguments for `kbkit serve` over one transport."""
     if request.param == "stdio":
-        return ["--", *kbkit_command(), "serve", "--root", str(kb_root)]
+        return ["--", *forked_kbkit(), "serve", "--root", str(kb_root)]
     server: HttpServer = request.getfixturevalue("http_server")
     return [
         "--server-url",

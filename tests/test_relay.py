@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import TEST_TOKEN, HttpServer, closed_port, kbkit_command, make_project, wait_until
+from conftest import TEST_TOKEN, HttpServer, closed_port, forked_kbkit, make_project, wait_until
 
 DEADLINE = 60.0
 """Generous: every wait here is bounded, none is a timing assertion."""
@@ -35,7 +35,7 @@ class Relay:
         self._stderr = open(self.stderr_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
         base = {k: v for k, v in os.environ.items() if k != "MCP_TOKEN"}
         self.process = subprocess.Popen(
-            [*kbkit_command(), "connect", url, "--root", str(root)],
+            [*forked_kbkit(), "connect", url, "--root", str(root)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -330,7 +330,7 @@ def test_a_server_that_drops_the_answer_midway_is_named_and_said_once(start_rela
 
 def test_a_url_that_is_not_http_is_one_line_and_exit_code_2(client_project: Path) -> None:
     done = subprocess.run(
-        [*kbkit_command(), "connect", "kb.internal/mcp", "--root", str(client_project)],
+        [*forked_kbkit(), "connect", "kb.internal/mcp", "--root", str(client_project)],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command, make_project, serve_in_memory
+from conftest import forked_kbkit, make_project, serve_in_memory
 
 from kbkit.config import load_settings
 from kbkit.errors import QueryError
@@ -104,7 +104,7 @@ def test_a_snippet_scans_a_bounded_window_of_a_page_dense_with_the_query_word(
 def test_a_page_indexed_in_part_is_said_in_the_summary_and_listed_by_skipped(dense_page) -> None:
     root, _ = dense_page
     result = subprocess.run(
-        [*kbkit_command(), "index", "--skipped", "--root", str(root)],
+        [*forked_kbkit(), "index", "--skipped", "--root", str(root)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -6,11 +6,11 @@ import fcntl
 import subprocess
 from pathlib import Path
 
-from conftest import kbkit_command, make_project
+from conftest import forked_kbkit, make_project
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kbkit_command(), *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([*forked_kbkit(), *args], capture_output=True, text=True, timeout=60)
 
 
 def test_a_fresh_index_is_searched_without_a_rescan_even_while_another_process_indexes(project: Path) -> None:

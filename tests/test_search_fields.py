@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command, make_project
+from conftest import forked_kbkit, make_project
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
@@ -201,7 +201,7 @@ def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vect
         conn.execute("INSERT INTO embeddings VALUES (1, 0, 'sha', 'model', x'00')")
         conn.execute("PRAGMA user_version = 3")
     doctor = subprocess.run(
-        [*kbkit_command(), "doctor", "--root", str(root)], capture_output=True, text=True, timeout=120
+        [*forked_kbkit(), "doctor", "--root", str(root)], capture_output=True, text=True, timeout=120
     )
     assert "the index was made by an older kbkit" in doctor.stdout
     kb = KnowledgeBase.open(settings)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command, make_project, serve_stdio
+from conftest import forked_kbkit, make_project, serve_stdio
 
 from kbkit.config import load_settings
 from kbkit.kb import semantic
@@ -76,7 +76,7 @@ def test_a_model_folder_without_model_files_is_reported_with_the_fix(tmp_path: P
     config = HYBRID + 'model = "models/missing"\n'
     root = make_project(tmp_path / "p", DOCS, config=config)
     result = subprocess.run(
-        [*kbkit_command(), "doctor", "--json", "--root", str(root)],
+        [*forked_kbkit(), "doctor", "--json", "--root", str(root)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -160,12 +160,12 @@ def test_long_documents_are_embedded_in_chunks_up_to_the_cap(tmp_path: Path) -> 
 def test_kbkit_index_embeds_every_document_before_it_returns(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", DOCS, config=HYBRID)
     result = subprocess.run(
-        [*kbkit_command(), "index", "--root", str(root)], capture_output=True, text=True, timeout=300
+        [*forked_kbkit(), "index", "--root", str(root)], capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr
     assert "search: hybrid, 3 of 3 documents embedded" in result.stdout
     found = subprocess.run(
-        [*kbkit_command(), "search", PARAPHRASE, "--json", "--root", str(root)],
+        [*forked_kbkit(), "search", PARAPHRASE, "--json", "--root", str(root)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -21,8 +21,8 @@ from conftest import (
     TEST_TOKEN,
     HttpServer,
     auth_headers,
+    forked_kbkit,
     http_client,
-    kbkit_command,
     make_project,
     serve_stdio,
     wait_until,
@@ -281,7 +281,7 @@ def test_port_0_binds_a_port_the_system_picks_and_the_boot_line_names_it(http_se
 def test_anonymous_mode_is_refused_off_loopback(project: Path) -> None:
     env = {"MCP_ALLOW_ANONYMOUS": "1", "MCP_TOKEN": ""}
     result = subprocess.run(
-        [*kbkit_command(), "serve", "--http", "--root", str(project), "--host", "0.0.0.0"],
+        [*forked_kbkit(), "serve", "--http", "--root", str(project), "--host", "0.0.0.0"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -293,7 +293,7 @@ def test_anonymous_mode_is_refused_off_loopback(project: Path) -> None:
 
 def test_no_token_refuses_to_start_and_says_how_to_set_one(project: Path) -> None:
     result = subprocess.run(
-        [*kbkit_command(), "serve", "--http", "--root", str(project)],
+        [*forked_kbkit(), "serve", "--http", "--root", str(project)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -446,7 +446,7 @@ def test_a_busy_port_is_one_line_naming_it_and_no_boot_line_claims_the_server_is
         holder.listen()
         port = holder.getsockname()[1]
         result = subprocess.run(
-            [*kbkit_command(), "serve", "--http", "--root", str(project), "--port", str(port)],
+            [*forked_kbkit(), "serve", "--http", "--root", str(project), "--port", str(port)],
             capture_output=True,
             text=True,
             timeout=60,

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command
+from conftest import forked_kbkit
 from skills_helpers import commit_all, git, new_project, write_skill
 from typer.testing import CliRunner
 
@@ -22,7 +22,7 @@ from kbkit.skills.lock import read_lock
 
 
 def run_kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kbkit_command(), *args, "--root", str(root)], capture_output=True, text=True)
+    return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
 
 
 def skill_repo(tmp_path: Path) -> Path:
@@ -244,7 +244,7 @@ def test_sync_check_fails_when_installed_skills_are_out_of_date(tmp_path: Path) 
     )
     write_skill(root / "skill-sources" / "kb-usage")
     add(load_settings(root), "skill-sources/kb-usage")
-    subprocess.run([*kbkit_command(), "sync", "--root", str(root)], check=True, capture_output=True)
+    subprocess.run([*forked_kbkit(), "sync", "--root", str(root)], check=True, capture_output=True)
     assert run_kbkit("sync", "--check", root=root).returncode == 0
     (root / ".agents/skills/kb-usage/SKILL.md").write_text("tampered")
     result = run_kbkit("sync", "--check", root=root)
@@ -286,7 +286,7 @@ def test_every_agent_kbkit_syncs_for_has_its_skill_folder_or_says_it_has_none() 
     )
     assert AGENTS["claude-desktop"].project_dir is None
     assert len(AGENTS) >= 40
-    listed = subprocess.run([*kbkit_command(), "skills", "agents", "--json"], capture_output=True, text=True)
+    listed = subprocess.run([*forked_kbkit(), "skills", "agents", "--json"], capture_output=True, text=True)
     rows = {row["id"]: row for row in json.loads(listed.stdout)["agents"]}
     assert rows["gemini"]["aliases"] == ["gemini-cli"] and rows["gemini"]["global"] == "~/.gemini/skills"
 
@@ -380,7 +380,7 @@ async def test_the_server_offers_only_skills_whose_hash_verifies_and_says_which_
         uris = [r.uri for r in (await client.list_resources()).resources if r.uri.startswith("skill://")]
         assert uris and all(uri.startswith("skill://good-skill/") for uri in uris)
     boot = subprocess.run(
-        [*kbkit_command(), "serve", "--root", str(root), "--no-watch"],
+        [*forked_kbkit(), "serve", "--root", str(root), "--no-watch"],
         input="",
         capture_output=True,
         text=True,

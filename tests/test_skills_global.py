@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command
+from conftest import forked_kbkit
 from skills_helpers import FakeGitHub, git, new_project, npx_skills, require_skills_cli, write_skill
 
 from kbkit.skills.files import read_tree
@@ -51,7 +51,7 @@ def kbkit(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]
     }
     env.pop("CLAUDE_CONFIG_DIR", None)
     return subprocess.run(
-        [*kbkit_command(), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+        [*forked_kbkit(), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
     )
 
 

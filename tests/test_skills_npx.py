@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command
+from conftest import forked_kbkit
 from skills_helpers import (
     FakeGitHub,
     commit_all,
@@ -39,7 +39,7 @@ def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeGitHub:
 
 
 def kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kbkit_command(), *args, "--root", str(root)], capture_output=True, text=True)
+    return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
 
 
 def odd_tree(folder: Path, name: str) -> Path:

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command
+from conftest import forked_kbkit
 from skills_helpers import commit_all, git, new_project, write_skill
 
 from kbkit.config import load_settings
@@ -25,7 +25,7 @@ INJECTED = "good\n!.env.local\n!/.kbkit/"
 
 
 def run_kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*kbkit_command(), *args, "--root", str(root)], capture_output=True, text=True)
+    return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
 
 
 def test_a_skill_name_in_the_lock_cannot_unignore_secrets_through_kbkit_sync(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command
+from conftest import forked_kbkit
 from skills_helpers import FakeGitHub, commit_all, git, new_project
 
 from kbkit.config import load_settings
@@ -104,7 +104,7 @@ def test_list_shows_what_a_source_offers_and_skill_or_all_picks(tmp_path: Path, 
     github.repo("acme/many", {"skills/a-one": "a-one", "skills/b-two": "b-two", "more/c-three": "c-three"})
     root = new_project(tmp_path)
     listed = subprocess.run(
-        [*kbkit_command(), "skills", "add", "acme/many", "--list", "--json", "--root", str(root)],
+        [*forked_kbkit(), "skills", "add", "acme/many", "--list", "--json", "--root", str(root)],
         capture_output=True,
         text=True,
     )
@@ -148,7 +148,7 @@ def test_a_source_that_cannot_be_fetched_says_so_in_one_line(tmp_path: Path, git
     github.repo("acme/skills", {"skills/lint-rules": "lint-rules"})
     root = new_project(tmp_path)
     result = subprocess.run(
-        [*kbkit_command(), "skills", "add", "acme/skills@no-such-tag", "--root", str(root)],
+        [*forked_kbkit(), "skills", "add", "acme/skills@no-such-tag", "--root", str(root)],
         capture_output=True,
         text=True,
     )

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import kbkit_command
+from conftest import forked_kbkit
 from skills_helpers import new_project
 
 from kbkit.config import load_settings
@@ -96,7 +96,7 @@ def test_validate_reports_every_skill_below_a_folder_with_all_their_errors(tmp_p
     for case, folder, text in CASES[:8]:
         make(tmp_path / "tree", case, folder, text)
     result = subprocess.run(
-        [*kbkit_command(), "skills", "validate", str(tmp_path / "tree"), "--json"],
+        [*forked_kbkit(), "skills", "validate", str(tmp_path / "tree"), "--json"],
         capture_output=True,
         text=True,
     )

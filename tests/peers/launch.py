@@ -8,16 +8,25 @@ tests that run `kbkit_command()` are for."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import fcntl
+import json
 import multiprocessing
 import os
 import resource
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Mapping
+from multiprocessing import connection, reduction
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import Any
 
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(
@@ -117,10 +126,113 @@ class Forked:
         self.send_signal(signal.SIGKILL)
 
 
+class _PassedFd:
+    """A file descriptor handed to a forked process as it starts (pickled the way multiprocessing
+    hands sockets over: the forkserver passes the descriptor itself)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def __reduce__(self) -> tuple[Any, tuple[Any]]:
+        return (_PassedFd._received, (reduction.DupFd(self.fd),))
+
+    @staticmethod
+    def _received(dup: Any) -> int:
+        return int(dup.detach())
+
+
+def _run_stdio(argv: list[str], env: dict[str, str], cwd: str, fds: list[int]) -> None:
+    """`kbkit ARGS` on the launcher's stdin, stdout and stderr, in its environment and folder."""
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]  # clear of 0-2 before taking them
+    for target, fd in enumerate(high):
+        os.dup2(fd, target)
+        os.close(fd)
+    for fd in fds:
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own stdin
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)  # noqa: SIM115
+    sys.argv = ["kbkit", *argv]
+    from kbkit.entry import main
+
+    try:
+        main()
+    finally:
+        atexit._run_exitfuncs()  # an exec'd interpreter runs them; a forked child would not
+
+
+class _LaunchService:
+    """Listens on a Unix socket for tests/peers/stdio_launcher.py, forks `kbkit ARGS` for each
+    launcher onto its pipes, and tells it the pid, then the exit code. A launcher that goes away
+    (killed) takes its server with it."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="kbkit-launch-")
+        self.path = os.path.join(self.folder, "socket")
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(self.path)
+        self._listener.listen(64)
+        threading.Thread(target=self._accept, name="kbkit-launch", daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:  # closed: the run is over
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            _, fds, _, _ = socket.recv_fds(conn, 1, 3)
+            request = json.loads(conn.makefile("rb").readline())
+            try:
+                process = _CONTEXT.Process(
+                    target=_run_stdio,
+                    args=(request["argv"], request["env"], request["cwd"], [_PassedFd(fd) for fd in fds]),
+                    daemon=True,
+                )
+                process.start()
+            finally:
+                for fd in fds:
+                    os.close(fd)
+            conn.sendall(f"{process.pid}\n".encode())
+            if process.sentinel not in connection.wait([process.sentinel, conn]):  # the launcher is gone
+                process.kill()
+            process.join()
+            with contextlib.suppress(OSError):  # the launcher was killed
+                conn.sendall(f"{process.exitcode}\n".encode())
+
+    def close(self) -> None:
+        self._listener.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_SERVICE: _LaunchService | None = None
+_SERVICE_LOCK = threading.Lock()
+LAUNCHER = Path(__file__).with_name("stdio_launcher.py")
+
+
+def forked_kbkit() -> list[str]:
+    """A command line that runs `kbkit` forked from the preloaded forkserver, on the pipes of
+    whoever starts it: append kbkit's arguments. For every test but those about the launch itself
+    (the console script, its interpreter, PATH), which run `kbkit_command()`."""
+    global _SERVICE
+    with _SERVICE_LOCK:
+        if _SERVICE is None:
+            _SERVICE = _LaunchService()
+        return [sys.executable, "-I", "-S", str(LAUNCHER), _SERVICE.path]
+
+
 def stop_forkserver() -> None:
     """Stop and reap this process's forkserver, if one was started: nothing outlives the run, and
     its CPU time (and its children's) is counted as the suite's. `_stop` is the stdlib's own
     way to stop it, the one its tests use."""
     from multiprocessing import forkserver
 
+    if _SERVICE is not None:
+        _SERVICE.close()
     forkserver._forkserver._stop()  # type: ignore[attr-defined]
