@@ -72,8 +72,9 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
 
 
 @pytest.fixture(scope="session")
-def venv(dists: Dists, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh virtualenv holding the wheel and what it declares, resolved by pip from the indexes."""
+def venv(dists: Dists, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtualenv holding the wheel and what it declares, from the run's wheelhouse (which
+    pip resolved from the indexes)."""
     root = tmp_path_factory.mktemp("venv") / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(root)])
     python = str(root / "bin" / "python")
@@ -87,6 +88,9 @@ def venv(dists: Dists, tmp_path_factory: pytest.TempPathFactory) -> Path:
             "install",
             "--quiet",
             "--no-compile",
+            "--no-index",
+            "--find-links",
+            str(wheelhouse),
             str(dists.wheel),
         ]
     )
