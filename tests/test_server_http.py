@@ -21,6 +21,7 @@ from conftest import (
     TEST_TOKEN,
     HttpServer,
     auth_headers,
+    eventually,
     forked_kbkit,
     http_client,
     make_project,
@@ -420,11 +421,21 @@ async def test_sigterm_lets_in_flight_requests_finish_then_closes_the_index(heav
             await client.list_tools()  # the client checks results against the output schema it listed
             finished["result"] = await client.call_tool("search", {"query": query, "limit": 100})
 
+    def cpu_seconds() -> float:
+        """The server's CPU time so far (/proc/PID/stat: utime and stime, in clock ticks)."""
+        fields = Path(f"/proc/{server.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     async with anyio.create_task_group() as group:
         group.start_soon(slow_search)
         with anyio.fail_after(60):
             await sent.wait()
-        await anyio.sleep(0.3)  # the request reaches the server (the search itself runs for seconds)
+        idle = cpu_seconds()
+
+        async def searching() -> bool:  # an idle server burns no CPU; this search burns about 0.5 s
+            return cpu_seconds() > idle + 0.1
+
+        await eventually(searching, what="the server to be running the search")
         server.process.terminate()
     assert not finished["result"].is_error and finished["result"].structured_content["results"]
     assert server.process.wait(timeout=30) == 0
