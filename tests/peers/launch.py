@@ -3,8 +3,13 @@
 importing the MCP SDK takes in a fresh interpreter. Each is still a process of its own, with its
 own sockets, file descriptors, limits and signals, killed and restarted like one.
 
-Launching the console script itself (its interpreter start, its environment checks) is what the
-tests that run `kbkit_command()` are for."""
+Two ways in: `Forked` (HTTP servers, with stdin and stdout on /dev/null) and the memory peer are
+started by the test itself; `forked_kbkit()` is a command line for whoever starts a stdio server
+or a command (the SDK's stdio_client, the Inspector, subprocess.run), whose launcher hands its own
+pipes, environment and folder to the process forked here (tests/peers/stdio_launcher.py).
+
+Launching the console script itself (its interpreter start, PATH) is what the tests that run
+`kbkit_command()` are for."""
 
 from __future__ import annotations
 

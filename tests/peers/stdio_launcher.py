@@ -31,8 +31,8 @@ def main() -> int:
     socket.send_fds(conn, [b"L"], [0, 1, 2])
     request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
     conn.sendall(json.dumps(request).encode() + b"\n")
-    # The server holds the pipes now; this process keeps no end of them open, so the client sees
-    # EOF exactly when the server closes its stdout.
+    # The server holds the pipes now; this process keeps neither stdin nor stdout open, so the
+    # client sees EOF exactly when the server closes its stdout (stderr is shared, as with exec).
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
