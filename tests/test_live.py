@@ -18,6 +18,7 @@ from conftest import (
     document_text,
     eventually,
     forked_kbkit,
+    kbkit_command,
     make_project,
     serve_in_memory,
     serve_stdio,
@@ -231,8 +232,8 @@ def test_an_indexer_killed_mid_batch_leaves_a_consistent_index_and_the_next_star
 ) -> None:
     files = {f"bulk/doc-{i:05}.md": f"# Doc {i}\n\n" + "filler words " * 200 + "\n" for i in range(6000)}
     root = make_project(tmp_path / "p", files)
-    index = subprocess.Popen(
-        [*forked_kbkit(), "index", "--root", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    index = subprocess.Popen(  # the console script: SIGKILL must reach the indexer itself, at once
+        [*kbkit_command(), "index", "--root", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     db = root / ".kbkit" / "index.db"
     deadline = time.monotonic() + 60
