@@ -172,10 +172,12 @@ async def serve_stdio(
     stderr_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     message_handler=None,  # noqa: ANN001 - the SDK's MessageHandlerFnT
+    exec_script: bool = False,
 ) -> AsyncIterator[Client]:
     """`kbkit serve --root ROOT` in a process of its own (forked, tests/peers/launch.py), with the
-    real mcp client connected to it over stdio."""
-    command = forked_kbkit()
+    real mcp client connected to it over stdio. `exec_script` starts the console script instead,
+    for a test that looks at the process itself (its memory in /proc, say)."""
+    command = kbkit_command() if exec_script else forked_kbkit()
     params = StdioServerParameters(
         command=command[0],
         args=[*command[1:], "serve", "--root", str(root)],
