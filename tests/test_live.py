@@ -139,11 +139,17 @@ async def test_narrowing_parsers_in_kbkit_toml_is_applied_while_serving(project:
 
 async def test_with_no_watch_edits_wait_for_the_next_index(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\nwatch = false\n')
-    async with serve_stdio(root) as client:
+    watched = make_project(tmp_path / "watched")  # the control: the same edit, with a watcher
+    async with serve_stdio(root) as client, serve_in_memory(watched) as control:
         await uris(client)  # waits for the start-up scan: late.md comes after it
         (root / "docs" / "late.md").write_text("# Late\n")
-        await anyio.sleep(1.5)  # a watcher, were one running, would have picked it up by now
-        assert "kb://doc/late.md" not in await uris(client)
+        (watched / "docs" / "late.md").write_text("# Late\n")
+
+        async def seen_by_the_watcher() -> bool:
+            return "kb://doc/late.md" in await uris(control)
+
+        await eventually(seen_by_the_watcher, what="the control server's watcher to pick up late.md")
+        assert "kb://doc/late.md" not in await uris(client)  # a watcher would have picked it up by now
         subprocess.run([*forked_kbkit(), "index", "--root", str(root)], check=True, capture_output=True)
         # another process indexed: this server notices the commit and serves it
 
