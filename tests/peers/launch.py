@@ -67,21 +67,30 @@ def start_memory_peer(argv: list[str], sock: socket.socket) -> BaseProcess:
     return process
 
 
+def _kbkit_main(argv: list[str], env: dict[str, str]) -> None:
+    """`kbkit ARGS` in this forked child with `env` as its whole environment, ending as an
+    interpreter ends: `atexit` handlers run (a forked child would skip them)."""
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = ["kbkit", *argv]
+    from kbkit.entry import main
+
+    try:
+        main()
+    finally:
+        atexit._run_exitfuncs()
+
+
 def _run_kbkit(
     argv: list[str], env: dict[str, str], stderr_path: str, open_files: tuple[int, int] | None
 ) -> None:
-    os.environ.clear()
-    os.environ.update(env)
     _quiet(0, 1)
     log = os.open(stderr_path, os.O_WRONLY | os.O_APPEND)
     os.dup2(log, 2)
     os.close(log)
     if open_files is not None:
         resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
-    sys.argv = ["kbkit", *argv]
-    from kbkit.entry import main
-
-    main()
+    _kbkit_main(argv, env)
 
 
 class Forked:
@@ -154,19 +163,11 @@ def _run_stdio(argv: list[str], env: dict[str, str], cwd: str, fds: list[int]) -
         os.close(fd)
     for fd in fds:
         os.close(fd)
-    os.environ.clear()
-    os.environ.update(env)
     os.chdir(cwd)
     sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own stdin
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", buffering=1, closefd=False)  # noqa: SIM115
-    sys.argv = ["kbkit", *argv]
-    from kbkit.entry import main
-
-    try:
-        main()
-    finally:
-        atexit._run_exitfuncs()  # an exec'd interpreter runs them; a forked child would not
+    _kbkit_main(argv, env)
 
 
 class _LaunchService:
