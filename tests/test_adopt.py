@@ -10,6 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from conftest import forked_kbkit, kbkit_in_process, make_project
 
 from kbkit.sync import jsonc
@@ -52,6 +53,7 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return kbkit_in_process("sync", "--root", str(root), *args)  # stdin is not a terminal
 
 
+@pytest.mark.git
 def test_without_the_flag_sync_says_exactly_what_adopt_would_do_and_changes_nothing(tmp_path: Path) -> None:
     root = committed_repo(tmp_path, {".mcp.json": MCP_JSON}, ["claude-code"])
     result = cli(root)
@@ -66,6 +68,7 @@ def test_without_the_flag_sync_says_exactly_what_adopt_would_do_and_changes_noth
     assert ".mcp.json" in git(root, "ls-files")
 
 
+@pytest.mark.git
 def test_with_the_flag_the_file_leaves_git_and_keeps_every_other_server(tmp_path: Path) -> None:
     root = committed_repo(tmp_path, {".mcp.json": MCP_JSON}, ["claude-code"])
     result = cli(root, "--adopt")
@@ -82,6 +85,7 @@ def test_with_the_flag_the_file_leaves_git_and_keeps_every_other_server(tmp_path
     assert again.returncode == 0 and "taken out of git" not in again.stdout
 
 
+@pytest.mark.git
 def test_a_committed_zed_settings_file_keeps_its_comments(tmp_path: Path) -> None:
     root = committed_repo(tmp_path, {".zed/settings.json": ZED}, ["zed"])
     assert cli(root, "--adopt").returncode == 0
@@ -91,6 +95,7 @@ def test_a_committed_zed_settings_file_keeps_its_comments(tmp_path: Path) -> Non
     assert ".zed/settings.json" not in git(root, "ls-files")
 
 
+@pytest.mark.git
 def test_a_file_un_ignored_by_a_rule_is_refused_even_with_the_flag(tmp_path: Path) -> None:
     root = committed_repo(tmp_path, {}, ["cursor", "claude-code"])
     assert cli(root).returncode == 0
@@ -133,6 +138,7 @@ def _at_a_terminal(root: Path, answer: bytes) -> tuple[int, str]:
         os.close(controller)
 
 
+@pytest.mark.processes
 def test_at_a_terminal_it_asks_and_does_it_only_on_yes(tmp_path: Path) -> None:
     root = committed_repo(tmp_path, {".mcp.json": MCP_JSON}, ["claude-code"])
     code, output = _at_a_terminal(root, b"n\n")

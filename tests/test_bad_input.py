@@ -105,6 +105,7 @@ async def assert_still_searching(client: Client) -> None:
 # --- damaged files ---------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_damaged_files_are_skipped_with_a_reason_and_the_session_keeps_serving(
@@ -176,6 +177,7 @@ def test_a_scan_over_files_whose_names_are_not_utf8_does_not_raise(tmp_path: Pat
         kb.close()
 
 
+@pytest.mark.processes
 @pytest.mark.anyio
 async def test_the_server_starts_and_serves_when_the_kb_holds_files_whose_names_are_not_utf8(
     tmp_path: Path,
@@ -197,6 +199,7 @@ async def test_the_server_starts_and_serves_when_the_kb_holds_files_whose_names_
     ],
     ids=["heading-line-of-spaces", "unclosed-fences-of-shrinking-width"],
 )
+@pytest.mark.processes
 def test_pathological_markdown_is_indexed_in_bounded_time(tmp_path: Path, body: str) -> None:
     """One small hostile Markdown file must not stall the indexer (and so the server's boot)."""
     import threading

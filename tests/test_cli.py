@@ -1,8 +1,9 @@
 """The CLI is thin and has one error boundary: every failure is one line, `kbkit: error: ...`, with
 the exit code README's table gives, and never a traceback (unless --debug asks for one).
 
-Most tests drive the typer app in-process (CliRunner); a few run the installed console script,
-for what only a real process shows.
+Most tests drive the typer app in-process (CliRunner); a few run kbkit in a process of its own
+(forked from the suite's preloaded parent, on real pipes: tests/peers/launch.py), for what only a
+real process shows.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 # -- what a user sees when things work ------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_index_prints_a_summary_line_when_not_on_a_terminal(project: Path) -> None:
     result = run("index", "--root", str(project))
     assert result.returncode == 0, result.stderr
@@ -62,6 +64,7 @@ def test_index_skipped_lists_the_files_not_indexed_and_why(project: Path) -> Non
     assert "skipped bad.md: the file holds binary data" in result.stdout
 
 
+@pytest.mark.processes
 def test_search_finds_from_the_nearest_project_root(project: Path) -> None:
     result = run("search", "blue green rollout", cwd=project / "docs" / "guide")
     assert result.returncode == 0, result.stderr
@@ -350,9 +353,10 @@ def test_doctor_finishes_when_a_client_file_is_odd(tmp_path: Path, oddity: str) 
     assert any(".mcp.json" in line and line.startswith("FAIL  sync") for line in result.stdout.splitlines())
 
 
-# -- through the installed console script --------------------------------------------------
+# -- in a process of its own ---------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_errors_are_one_line_on_stderr_with_exit_code_2(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config='[kb]\npath = "nowhere"\n')
     result = run("search", "x", "--root", str(root))
@@ -362,6 +366,7 @@ def test_errors_are_one_line_on_stderr_with_exit_code_2(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
 
+@pytest.mark.processes
 def test_serve_refuses_a_bad_config_before_speaking_the_protocol(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n[server]\ntools = ["search", "grep"]\n')
     result = subprocess.run(

@@ -132,6 +132,7 @@ def test_init_writes_config_docs_folder_and_gitignore_block_and_is_idempotent(tm
     assert (root / "kbkit.toml").read_text() == before
 
 
+@pytest.mark.git
 def test_init_keeps_git_ignoring_the_right_paths(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     root.mkdir()

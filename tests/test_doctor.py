@@ -49,6 +49,7 @@ def ready(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.git
 def test_a_healthy_project_is_all_ok_with_exit_code_0(tmp_path: Path) -> None:
     root = ready(tmp_path)
     result = doctor(root)
@@ -56,6 +57,7 @@ def test_a_healthy_project_is_all_ok_with_exit_code_0(tmp_path: Path) -> None:
     assert "FAIL" not in result.stdout and "WARN" not in result.stdout
 
 
+@pytest.mark.git
 def test_json_output_follows_the_documented_schema_and_names_every_check(tmp_path: Path) -> None:
     root = ready(tmp_path)
     report = json.loads(doctor(root, "--json").stdout)
@@ -64,6 +66,7 @@ def test_json_output_follows_the_documented_schema_and_names_every_check(tmp_pat
     assert report["status"] == "ok"
 
 
+@pytest.mark.git
 def test_a_deleted_virtualenv_in_mcp_json_is_a_failure_with_exit_code_1(tmp_path: Path) -> None:
     root = ready(tmp_path)
     data = json.loads((root / ".mcp.json").read_text())
@@ -87,6 +90,7 @@ def test_a_missing_pypdf_is_a_warning_that_says_how_to_install_it(project: Path,
     assert "pip install pypdf" in finding.fix
 
 
+@pytest.mark.processes
 def test_a_wrong_memory_key_is_reported_as_rejected(tmp_path: Path) -> None:
     peer = MemoryUpstream(tmp_path).start()
     try:
@@ -100,6 +104,7 @@ def test_a_wrong_memory_key_is_reported_as_rejected(tmp_path: Path) -> None:
         peer.kill()
 
 
+@pytest.mark.git
 def test_a_stale_output_and_a_hand_edit_are_sync_warnings(tmp_path: Path) -> None:
     root = ready(tmp_path)
     (root / ".mcp.json").unlink()
@@ -114,6 +119,7 @@ def test_a_stale_output_and_a_hand_edit_are_sync_warnings(tmp_path: Path) -> Non
     assert "edited by hand" in finding["finding"]
 
 
+@pytest.mark.git
 def test_a_tampered_skill_is_a_failure(tmp_path: Path) -> None:
     root = ready(tmp_path)
     skill = root / "skills" / "demo"
@@ -128,6 +134,7 @@ def test_a_tampered_skill_is_a_failure(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.git
 def test_a_corrupt_index_and_stale_documents_are_reported(tmp_path: Path) -> None:
     root = ready(tmp_path)
     (root / "docs" / "new.md").write_text("# New\n")
@@ -142,6 +149,7 @@ def test_a_corrupt_index_and_stale_documents_are_reported(tmp_path: Path) -> Non
     assert db.read_bytes().startswith(b"garbage")  # the doctor looks; it does not repair
 
 
+@pytest.mark.git
 def test_a_state_folder_that_cannot_be_written_is_a_failure(tmp_path: Path) -> None:
     root = git_project(tmp_path)
     (root / ".kbkit").write_text("a file where the state folder belongs")
@@ -149,6 +157,7 @@ def test_a_state_folder_that_cannot_be_written_is_a_failure(tmp_path: Path) -> N
     assert finding["status"] == "fail" and "is not writable" in finding["finding"]
 
 
+@pytest.mark.git
 def test_a_broken_kbkit_toml_is_a_failure_naming_the_key(tmp_path: Path) -> None:
     root = git_project(tmp_path, "[parsers]\nenabld = []\n")
     findings = run_checks(root)
@@ -156,6 +165,7 @@ def test_a_broken_kbkit_toml_is_a_failure_naming_the_key(tmp_path: Path) -> None
     assert config.status == "fail" and "[parsers.enabld]" in config.finding and "'enabled'" in config.finding
 
 
+@pytest.mark.processes
 def test_a_missing_dependency_stops_the_command_with_one_line_not_a_traceback(tmp_path: Path) -> None:
     shadow = tmp_path / "shadow"
     shadow.mkdir()
@@ -181,7 +191,7 @@ def test_readme_troubleshooting_table_is_written_from_the_check_list() -> None:
     assert table == troubleshooting_table()
 
 
-@pytest.mark.slow
+@pytest.mark.wheel
 @pytest.mark.timeout(900)  # pip installing into a fresh virtualenv on a loaded machine
 def test_the_readme_run_command_works_in_a_clean_copy_with_a_fresh_virtualenv(
     tmp_path: Path, wheelhouse: Path

@@ -56,6 +56,7 @@ def test_a_missing_dependency_names_the_package_index_name_and_this_interpreter(
     )
 
 
+@pytest.mark.processes
 def test_help_shows_version_as_a_flag_without_a_value() -> None:
     result = subprocess.run(
         [*kbkit_command(), "--help"],

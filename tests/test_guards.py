@@ -696,6 +696,7 @@ async def test_the_server_refuses_every_escape_with_a_clear_error_and_keeps_serv
             assert ok.structured_content["results"][0]["path"] == "adr/0001-guards.md"
 
 
+@pytest.mark.processes
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_unindexed_and_ignored_files_are_read_by_get_document_but_refused_as_resources(

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import kbkit_in_process as kbkit
 from conftest import make_project
 
@@ -68,6 +69,7 @@ def test_a_dangling_index_symlink_is_refused_and_nothing_is_written_where_it_poi
     assert index["status"] == "fail" and "symbolic link" in index["finding"]
 
 
+@pytest.mark.git
 def test_paths_in_env_local_are_not_taken_for_secrets_but_a_secret_still_is(tmp_path: Path) -> None:
     root = make_project(
         tmp_path / "repo", config='[kb]\npath = "docs"\n[sync]\nclients = ["claude-code", "codex"]\n'

@@ -235,6 +235,7 @@ def test_utf16_with_a_byte_order_mark_and_utf8_with_a_bom_are_read_as_text(tmp_p
         kb.close()
 
 
+@pytest.mark.processes
 def test_undecodable_files_are_listed_by_index_skipped_with_the_reason(tmp_path: Path) -> None:
     files: dict[str, str | bytes] = {
         "good.md": "# Good\n",
@@ -264,6 +265,7 @@ def test_undecodable_files_are_listed_by_index_skipped_with_the_reason(tmp_path:
     assert "not valid UTF-16" in listed["utf16-cut.txt"]
 
 
+@pytest.mark.processes
 def test_index_prints_plain_progress_lines_when_stderr_is_piped(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", {f"d/{i}.md": f"# {i}\n" for i in range(30)})
     result = subprocess.run(
@@ -278,6 +280,7 @@ def test_index_prints_plain_progress_lines_when_stderr_is_piped(tmp_path: Path) 
     assert again.stderr == ""  # nothing to index, nothing to show
 
 
+@pytest.mark.processes
 def test_index_shows_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     import pty
 

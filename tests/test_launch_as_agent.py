@@ -308,6 +308,7 @@ def local_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.processes
 async def test_every_entry_answers_when_launched_as_its_agent_does(
     local_project: Path, agent_home: Path
 ) -> None:
@@ -337,6 +338,7 @@ def remote_project(base: Path, server: HttpServer, extra: str = "") -> tuple[Pat
     return root, sync_project(root).stdout
 
 
+@pytest.mark.processes
 async def test_with_the_token_only_in_env_local_every_entry_reaches_the_remote_server(
     tmp_path: Path, remote_server: HttpServer, agent_home: Path
 ) -> None:
@@ -349,6 +351,7 @@ async def test_with_the_token_only_in_env_local_every_entry_reaches_the_remote_s
     assert_all_answered(await launch_every_client(root, agent_env, tmp_path / "launch-logs"))
 
 
+@pytest.mark.processes
 async def test_remote_transport_http_entries_work_when_the_agent_s_environment_holds_the_token(
     tmp_path: Path, remote_server: HttpServer, agent_home: Path
 ) -> None:
@@ -367,11 +370,26 @@ async def test_remote_transport_http_entries_work_when_the_agent_s_environment_h
     assert {name for name, r in results.items() if r.transport == "http"} == set(direct)
     assert_all_answered(results, direct)
 
-    # the same entries from an agent started without MCP_TOKEN: why the relay is the default
-    without = await launch_every_client(
-        root, agent_environment(agent_home), tmp_path / "without", only=direct
-    )
+    # the same entries from an agent started without MCP_TOKEN: why the relay is the default. Each
+    # fails, and for the reason this is about: the live server refuses it with 401, nothing else.
+    no_token = agent_environment(agent_home)
+    without = await launch_every_client(root, no_token, tmp_path / "without", only=direct)
     assert not any(r.ok for r in without.values()), table(without)
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    for name in direct:
+        launch = launch_of(root, CLIENTS[name], no_token)
+        assert launch.url == remote_server.url, name
+        sent = {key: value.strip() for key, value in launch.headers.items()}  # `Bearer ` as `Bearer`
+        async with httpx2.AsyncClient(timeout=30) as http:
+            answer = await http.post(
+                launch.url, json=initialize, headers={**sent, "accept": "application/json, text/event-stream"}
+            )
+        assert answer.status_code == 401, (name, answer.status_code, answer.text[:200])
 
 
 def remote_finding(root: Path, monkeypatch: pytest.MonkeyPatch, token: str | None = None) -> Finding:

@@ -21,6 +21,8 @@ from skills_helpers import git, write_skill
 
 from kbkit.catalog.clients import CLIENTS
 
+pytestmark = pytest.mark.processes
+
 AGENT_PATH = "/usr/bin:/bin"
 IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", re.MULTILINE)
 

@@ -22,6 +22,7 @@ from conftest import (
     make_project,
     serve_in_memory,
     serve_stdio,
+    wait_until,
 )
 from mcp import Client
 
@@ -137,6 +138,7 @@ async def test_narrowing_parsers_in_kbkit_toml_is_applied_while_serving(project:
         assert "kb://doc/notes.txt" not in await uris(client)
 
 
+@pytest.mark.processes
 async def test_with_no_watch_edits_wait_for_the_next_index(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\nwatch = false\n')
     watched = make_project(tmp_path / "watched")  # the control: the same edit, with a watcher
@@ -160,6 +162,7 @@ async def test_with_no_watch_edits_wait_for_the_next_index(tmp_path: Path) -> No
     assert "not watching" in (root / "serve-stderr.log").read_text()
 
 
+@pytest.mark.processes
 async def test_four_servers_share_one_index_while_a_fifth_process_edits_200_files(tmp_path: Path) -> None:
     root = make_project(
         tmp_path / "p", {f"topic/page-{i:03}.md": f"# Page {i}\n\nversion zero\n" for i in range(200)}
@@ -233,6 +236,7 @@ def sys_python() -> str:
     return sys.executable
 
 
+@pytest.mark.processes
 def test_an_indexer_killed_mid_batch_leaves_a_consistent_index_and_the_next_start_says_so(
     tmp_path: Path,
 ) -> None:
@@ -266,6 +270,7 @@ def test_an_indexer_killed_mid_batch_leaves_a_consistent_index_and_the_next_star
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+@pytest.mark.processes
 async def test_a_corrupt_index_is_rebuilt_at_start_and_served(project: Path) -> None:
     subprocess.run([*forked_kbkit(), "index", "--root", str(project)], check=True, capture_output=True)
     db = project / ".kbkit" / "index.db"
@@ -351,13 +356,29 @@ async def test_an_index_that_breaks_while_serving_pauses_notifications_without_a
 
 
 def test_a_server_starting_while_another_creates_the_index_waits_instead_of_rebuilding_it(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Several agents start their servers at once on a new project: the second must not take the
     first one's half-created file for a broken index and delete it under it."""
+    import fcntl
     import threading
 
+    from kbkit.kb import store
     from kbkit.kb.store import Store
+
+    refused = threading.Event()  # the second server has asked for the writer lock and been told to wait
+
+    real_flock = fcntl.flock
+
+    def flock(fd: int, operation: int) -> None:
+        try:
+            real_flock(fd, operation)
+        except BlockingIOError:
+            if threading.current_thread() is second:
+                refused.set()
+            raise
+
+    monkeypatch.setattr(store.fcntl, "flock", flock)  # the fcntl module itself: restored after the test
 
     db = tmp_path / ".kbkit" / "index.db"
     db.parent.mkdir()
@@ -370,7 +391,7 @@ def test_a_server_starting_while_another_creates_the_index_waits_instead_of_rebu
         half.close()
         second = threading.Thread(target=lambda: opened.append(Store.open(db)))
         second.start()
-        second.join(timeout=1.0)
+        wait_until(refused.is_set, what="the second server to ask for the writer lock")
         assert second.is_alive()  # waiting for the writer lock, not judging the half-made file
         db.unlink()
         creator._create()  # the first server finishes its index
@@ -651,6 +672,7 @@ async def test_a_server_stopped_mid_build_keeps_what_it_indexed_and_the_next_sta
         kb.close()
 
 
+@pytest.mark.processes
 async def test_kbkit_serve_answers_initialize_before_indexing_a_fresh_large_kb_finishes(
     tmp_path: Path,
 ) -> None:

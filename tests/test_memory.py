@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import sys
 from multiprocessing.process import BaseProcess
@@ -26,6 +25,7 @@ from conftest import (
 )
 from mcp.shared.exceptions import MCPError
 from peers.launch import start_memory_peer
+from peers.node import SERVER_MEMORY, require
 
 pytestmark = pytest.mark.anyio
 
@@ -118,6 +118,7 @@ def names(tools: list[types.Tool]) -> list[str]:
     return [tool.name for tool in tools]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
 async def test_with_the_key_the_allowed_memory_tools_sit_beside_the_kb_tools(
     tmp_path, upstream, mode
@@ -144,6 +145,7 @@ async def test_with_the_key_the_allowed_memory_tools_sit_beside_the_kb_tools(
     assert KEY not in stderr
 
 
+@pytest.mark.processes
 async def test_a_name_that_clashes_with_a_kb_tool_is_prefixed_never_shadowing_it(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, upstream.url, 'tools = ["recall", "search"]\n')
     async with serve_stdio(root, env={"HINDSIGHT_API_KEY": KEY}) as client:
@@ -154,6 +156,7 @@ async def test_a_name_that_clashes_with_a_kb_tool_is_prefixed_never_shadowing_it
         assert '"from": "memory"' in memory_hit.content[0].text
 
 
+@pytest.mark.processes
 async def test_a_prefix_renames_every_memory_tool(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, upstream.url, 'prefix = "mem_"\n')
     async with serve_stdio(root, env={"HINDSIGHT_API_KEY": KEY}) as client:
@@ -166,6 +169,7 @@ async def test_a_prefix_renames_every_memory_tool(tmp_path, upstream) -> None:
         assert not (await client.call_tool("mem_retain", {"content": "x"})).is_error
 
 
+@pytest.mark.processes
 async def test_without_the_key_memory_tools_are_absent_and_the_boot_line_says_which_variable(
     tmp_path, upstream
 ):
@@ -181,6 +185,7 @@ async def test_without_the_key_memory_tools_are_absent_and_the_boot_line_says_wh
     assert not upstream.header_log.exists()  # never contacted
 
 
+@pytest.mark.processes
 async def test_a_key_set_nowhere_reads_as_not_set(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, upstream.url)
     env = {k: v for k, v in os.environ.items() if k != "HINDSIGHT_API_KEY"}
@@ -194,6 +199,7 @@ async def test_a_key_set_nowhere_reads_as_not_set(tmp_path, upstream) -> None:
     )
 
 
+@pytest.mark.processes
 async def test_the_key_can_live_in_env_local(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, upstream.url)
     (root / ".env.local").write_text(f"HINDSIGHT_API_KEY={KEY}\n")
@@ -201,6 +207,7 @@ async def test_the_key_can_live_in_env_local(tmp_path, upstream) -> None:
         assert names((await client.list_tools()).tools) == KB_TOOLS + MEMORY_TOOLS
 
 
+@pytest.mark.processes
 async def test_a_wrong_key_is_reported_as_rejected_and_kb_keeps_working(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, upstream.url)
     async with serve_stdio(root, env={"HINDSIGHT_API_KEY": "hsk_wrong_key_999"}) as client:
@@ -211,6 +218,7 @@ async def test_a_wrong_key_is_reported_as_rejected_and_kb_keeps_working(tmp_path
     assert "hsk_wrong_key_999" not in stderr
 
 
+@pytest.mark.processes
 async def test_an_unreachable_host_is_reported_as_such(tmp_path) -> None:
     with closed_port() as port:
         root = memory_project(tmp_path, f"http://127.0.0.1:{port}/mcp/{{bank}}/")
@@ -221,6 +229,7 @@ async def test_an_unreachable_host_is_reported_as_such(tmp_path) -> None:
     )
 
 
+@pytest.mark.processes
 async def test_a_url_that_is_not_an_mcp_endpoint_is_reported_as_such(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, f"http://127.0.0.1:{upstream.port}/not-mcp/{{bank}}/")
     async with serve_stdio(root, env={"HINDSIGHT_API_KEY": KEY}) as client:
@@ -228,6 +237,7 @@ async def test_a_url_that_is_not_an_mcp_endpoint_is_reported_as_such(tmp_path, u
     assert "memory: unavailable (not an MCP endpoint:" in (root / "serve-stderr.log").read_text()
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
 async def test_an_upstream_that_comes_up_later_adds_its_tools_and_clients_are_told(tmp_path, mode) -> None:
     peer = MemoryUpstream(tmp_path)
@@ -261,6 +271,7 @@ async def test_an_upstream_that_comes_up_later_adds_its_tools_and_clients_are_to
         peer.kill()
 
 
+@pytest.mark.processes
 async def test_an_upstream_killed_mid_session_fails_fast_then_recovers_without_a_restart(tmp_path, upstream):
     root = memory_project(tmp_path, upstream.url)
     async with serve_stdio(root, env={"HINDSIGHT_API_KEY": KEY}) as client:
@@ -282,6 +293,7 @@ async def test_an_upstream_killed_mid_session_fails_fast_then_recovers_without_a
         assert names((await client.list_tools()).tools) == KB_TOOLS + MEMORY_TOOLS
 
 
+@pytest.mark.processes
 async def test_a_slow_upstream_times_out_and_the_kb_side_is_unaffected(tmp_path) -> None:
     peer = MemoryUpstream(tmp_path, slow_recall=30).start()
     root = memory_project(tmp_path, peer.url)
@@ -311,6 +323,7 @@ async def test_a_slow_upstream_times_out_and_the_kb_side_is_unaffected(tmp_path)
         peer.kill()
 
 
+@pytest.mark.processes
 async def test_over_http_memory_is_not_attached_by_default(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, upstream.url)
     server = HttpServer(root, env={"HINDSIGHT_API_KEY": KEY}).wait_ready()
@@ -322,6 +335,7 @@ async def test_over_http_memory_is_not_attached_by_default(tmp_path, upstream) -
         server.stop()
 
 
+@pytest.mark.processes
 async def test_over_http_the_switch_attaches_memory_with_a_warning_and_never_forwards_the_client_token(
     tmp_path, upstream
 ) -> None:
@@ -342,24 +356,11 @@ async def test_over_http_the_switch_attaches_memory_with_a_warning_and_never_for
     assert TEST_TOKEN.encode() not in upstream.header_log.read_bytes()
 
 
-def _npm_server_memory() -> str | None:
-    found = os.environ.get("KBKIT_SERVER_MEMORY")
-    if found:
-        return found
-    local = (
-        Path(__file__).resolve().parents[1] / ".ci" / "npm" / "node_modules" / ".bin" / "mcp-server-memory"
-    )
-    return str(local) if local.exists() else shutil.which("mcp-server-memory")
-
-
+@pytest.mark.npm
 async def test_a_third_party_stdio_upstream_from_npm_works(tmp_path) -> None:
-    command = _npm_server_memory()
-    if command is None or shutil.which("node") is None:
-        pytest.skip(
-            "@modelcontextprotocol/server-memory is not installed (bash .ci/run installs it with npm)"
-        )
+    node, entry = require(SERVER_MEMORY, "@modelcontextprotocol/server-memory")
     config = (
-        f'[kb]\npath = "docs"\n[memory]\ncommand = ["{command}"]\ntimeout = 10\n'
+        f'[kb]\npath = "docs"\n[memory]\ncommand = ["{node}", "{entry}"]\ntimeout = 10\n'
         'tools = ["create_entities", "read_graph"]\nenv = ["MEMORY_FILE_PATH"]\n'
     )
     root = make_project(tmp_path / "project", config=config)
@@ -408,6 +409,7 @@ def peak_rss_mb(pid: int) -> float:
     raise LookupError("VmHWM")
 
 
+@pytest.mark.processes
 async def test_a_stdio_upstream_gets_the_key_the_named_variables_and_a_safe_base_only(tmp_path) -> None:
     dump = tmp_path / "upstream-env.json"
     root = stdio_memory_project(tmp_path, "--env-dump", str(dump), extra='env = ["MEMORY_HOME"]\n')
@@ -430,6 +432,7 @@ async def test_a_stdio_upstream_gets_the_key_the_named_variables_and_a_safe_base
         assert secret not in given
 
 
+@pytest.mark.processes
 async def test_a_key_with_a_carriage_return_is_stripped_before_it_is_sent(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, upstream.url)
     async with serve_stdio(root, env={"HINDSIGHT_API_KEY": f"  {KEY}\r"}) as client:  # a CRLF file, sourced
@@ -440,6 +443,7 @@ async def test_a_key_with_a_carriage_return_is_stripped_before_it_is_sent(tmp_pa
 @pytest.mark.parametrize(
     "bad", ["hsk_key with_a_space_inside", "hsk_k\x07ey_with_bell_0123", "hsk_ключ_0123456789"]
 )
+@pytest.mark.processes
 async def test_a_key_no_header_can_carry_is_refused_on_read_and_the_url_is_not_blamed(
     tmp_path, upstream, bad
 ) -> None:
@@ -483,6 +487,7 @@ def test_the_redactor_takes_out_every_form_of_a_key() -> None:
     assert redact("ordinary text hsk_liv") == "ordinary text hsk_liv"  # under 8 characters: left alone
 
 
+@pytest.mark.processes
 async def test_an_upstream_that_echoes_the_key_in_its_errors_leaks_no_form_of_it(tmp_path) -> None:
     root = stdio_memory_project(tmp_path, "--echo-key")
     key = "hsk_echo_0123456789/abc+def"
@@ -498,6 +503,7 @@ async def test_an_upstream_that_echoes_the_key_in_its_errors_leaks_no_form_of_it
     assert not [line for line in kbkit_lines if "hsk_echo" in line]
 
 
+@pytest.mark.processes
 async def test_a_rotated_key_is_read_again_and_the_hint_names_where_it_came_from(tmp_path) -> None:
     key_file = tmp_path / "accepted-key"
     key_file.write_text(KEY)
@@ -525,6 +531,7 @@ async def test_a_rotated_key_is_read_again_and_the_hint_names_where_it_came_from
     assert "hsk_rotated" not in (root / "serve-stderr.log").read_text()
 
 
+@pytest.mark.processes
 async def test_a_key_from_the_environment_is_named_as_such_when_rejected(tmp_path, upstream) -> None:
     root = memory_project(tmp_path, upstream.url)
     (root / ".env.local").write_text(f"HINDSIGHT_API_KEY={KEY}\n")  # shadowed by the environment
@@ -536,6 +543,7 @@ async def test_a_key_from_the_environment_is_named_as_such_when_rejected(tmp_pat
     )
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("reply", ["sse", "json"])
 async def test_a_100_mb_recall_is_refused_with_a_notice_and_kbkit_memory_stays_bounded(
     tmp_path, reply
@@ -557,6 +565,7 @@ async def test_a_100_mb_recall_is_refused_with_a_notice_and_kbkit_memory_stays_b
         peer.kill()
 
 
+@pytest.mark.processes
 async def test_a_large_recall_is_cut_with_a_stated_notice(tmp_path) -> None:
     from kbkit.server.memory import RESULT_TEXT_CAP
 
@@ -574,6 +583,7 @@ async def test_a_large_recall_is_cut_with_a_stated_notice(tmp_path) -> None:
         peer.kill()
 
 
+@pytest.mark.processes
 async def test_a_call_after_the_upstream_returns_reconnects_at_once_instead_of_waiting_the_backoff(
     tmp_path, upstream
 ) -> None:
@@ -594,6 +604,7 @@ async def test_a_call_after_the_upstream_returns_reconnects_at_once_instead_of_w
     )  # said once, not per retry
 
 
+@pytest.mark.processes
 async def test_a_connection_dropped_during_a_write_reports_the_outcome_as_unknown(tmp_path) -> None:
     root = stdio_memory_project(tmp_path, "--die-on-retain")
     async with serve_stdio(root, env={"HINDSIGHT_API_KEY": KEY}) as client:
@@ -624,6 +635,7 @@ def test_memory_settings_that_cannot_work_are_config_errors(tmp_path, extra, say
     assert says in str(refused.value)
 
 
+@pytest.mark.processes
 async def test_a_memory_tool_called_over_http_without_the_switch_says_why_it_is_missing(tmp_path, upstream):
     root = memory_project(tmp_path, upstream.url)
     server = HttpServer(root, env={"HINDSIGHT_API_KEY": KEY}).wait_ready()

@@ -41,6 +41,7 @@ class StalledListener:
         return httpx2.post(self.url, headers=self.headers, json=message, timeout=30)
 
 
+@pytest.mark.processes
 async def test_a_client_that_never_reads_its_notifications_does_not_silence_the_others(
     tmp_path: Path,
 ) -> None:

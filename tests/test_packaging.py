@@ -24,6 +24,7 @@ import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from peers.required import require_modules
 
 from kbkit import DISTRIBUTION, __version__
 from kbkit.runtime import OPTIONAL, REQUIRED, SEMANTIC
@@ -97,6 +98,7 @@ def venv(dists: Dists, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactor
     return root
 
 
+@pytest.mark.wheel
 def test_the_wheel_holds_every_module_the_shipped_files_and_the_license(dists: Dists) -> None:
     with zipfile.ZipFile(dists.wheel) as wheel:
         names = set(wheel.namelist())
@@ -120,11 +122,13 @@ def test_the_wheel_holds_every_module_the_shipped_files_and_the_license(dists: D
     )
 
 
+@pytest.mark.wheel
 def test_the_wheel_built_from_the_checkout_equals_the_one_built_from_the_sdist(dists: Dists) -> None:
     with zipfile.ZipFile(dists.wheel) as a, zipfile.ZipFile(dists.tree_wheel) as b:
         assert sorted(a.namelist()) == sorted(b.namelist())
 
 
+@pytest.mark.wheel
 def test_the_sdist_holds_the_sources_templates_skills_schema_and_license(dists: Dists) -> None:
     with tarfile.open(dists.sdist) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
@@ -150,6 +154,7 @@ def _normalized(name: str) -> str:
 
 
 def test_every_imported_distribution_is_declared_and_checked_at_start() -> None:
+    require_modules(*SEMANTIC, what="the semantic extra")  # whose modules' distributions are checked too
     imported = _third_party_imports()
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
 
@@ -199,7 +204,7 @@ async def _initialize_and_search(entry: dict, cwd: Path, env: dict[str, str], lo
             return client.server_info.version, result.structured_content
 
 
-@pytest.mark.slow
+@pytest.mark.wheel
 @pytest.mark.timeout(900)  # pip resolving into a fresh virtualenv on a loaded machine
 def test_the_installed_wheel_runs_the_user_path_from_a_scratch_git_project(
     dists: Dists, venv: Path, tmp_path: Path

@@ -49,6 +49,7 @@ def pages_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 # -- PDF --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_a_pdf_drawing_one_form_600000_times_is_skipped_with_its_reason_and_the_index_stays_small(
     tmp_path: Path,
 ) -> None:
@@ -68,6 +69,7 @@ def test_a_pdf_drawing_one_form_600000_times_is_skipped_with_its_reason_and_the_
         conn.close()
 
 
+@pytest.mark.processes
 @pytest.mark.anyio
 async def test_get_document_of_the_form_bomb_is_a_tool_error_and_the_session_keeps_serving(
     tmp_path: Path,
@@ -130,6 +132,7 @@ def test_pdfs_within_every_budget_are_read_whole() -> None:
 # -- .kbignore --------------------------------------------------------------------------------------
 
 
+@pytest.mark.processes
 def test_a_backtracking_kbignore_pattern_over_3000_files_is_matched_in_linear_time(tmp_path: Path) -> None:
     files: dict[str, str | bytes] = {name: "# a\n" for name in backtracking_names(3000)}
     files[("a" * 20) + "b.md"] = "# matched by the pattern\n"
@@ -140,6 +143,7 @@ def test_a_backtracking_kbignore_pattern_over_3000_files_is_matched_in_linear_ti
     assert done.stdout.startswith("index: 3000 documents (3000 added")
 
 
+@pytest.mark.processes
 def test_too_many_patterns_are_refused_with_one_line(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", SAMPLE_DOCS)
     (root / "docs" / ".kbignore").write_text("# generated\n" + "".join(f"f{n}.md\n" for n in range(1001)))

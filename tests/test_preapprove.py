@@ -8,6 +8,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
+import pytest
 from conftest import make_project
 
 from kbkit.catalog.clients import CLIENTS
@@ -16,6 +17,8 @@ from kbkit.sync import jsonc
 from kbkit.sync.planner import sync
 from kbkit.sync.preapprove import grants
 from kbkit.sync.render import kbkit_command
+
+pytestmark = pytest.mark.git
 
 GOLDEN = Path(__file__).parent / "golden"
 APPROVING = ["claude-code", "kiro", "roo", "kilo", "gemini", "devin", "crush"]

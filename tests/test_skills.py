@@ -42,6 +42,7 @@ def add_skill(root: Path, *args: str) -> None:
     assert result.exit_code == 0, result.output
 
 
+@pytest.mark.git
 def test_a_local_skill_is_pinned_in_npx_key_order_installed_and_linked_relatively(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(root / "skill-sources" / "kb-usage")
@@ -68,6 +69,7 @@ def test_a_local_skill_is_pinned_in_npx_key_order_installed_and_linked_relativel
     assert check(settings).problems == []
 
 
+@pytest.mark.git
 def test_copy_mode_copies_into_each_agent_folder_and_shared_folders_get_none(tmp_path: Path) -> None:
     root = new_project(tmp_path, agents='["claude-code", "windsurf", "cursor"]', mode="copy")
     write_skill(root / "skill-sources" / "kb-usage")
@@ -79,6 +81,7 @@ def test_copy_mode_copies_into_each_agent_folder_and_shared_folders_get_none(tmp
     assert not (root / ".cursor").exists()  # Cursor reads .agents/skills itself
 
 
+@pytest.mark.git
 @pytest.mark.parametrize("ref_kind", ["branch", "tag", "commit"])
 def test_a_git_skill_is_pinned_to_the_commit_in_ref_and_keeps_what_was_asked(
     tmp_path: Path, ref_kind
@@ -96,6 +99,7 @@ def test_a_git_skill_is_pinned_to_the_commit_in_ref_and_keeps_what_was_asked(
     assert (root / ".claude/skills/review-rules/SKILL.md").exists()
 
 
+@pytest.mark.processes
 def test_a_second_clone_restores_exactly_the_same_install_from_the_lock(tmp_path: Path) -> None:
     source = skill_repo(tmp_path)
     root = new_project(tmp_path, agents='["claude-code", "kiro-cli"]')
@@ -115,6 +119,7 @@ def test_a_second_clone_restores_exactly_the_same_install_from_the_lock(tmp_path
     assert run_kbkit("skills", "check", root=clone).returncode == 0
 
 
+@pytest.mark.processes
 def test_a_tampered_installed_file_is_caught_by_check_with_the_path(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(root / "skill-sources" / "kb-usage")
@@ -131,6 +136,7 @@ def test_a_tampered_installed_file_is_caught_by_check_with_the_path(tmp_path: Pa
     assert check(load_settings(root)).problems == []
 
 
+@pytest.mark.git
 def test_a_moved_tag_is_refused_by_install_until_update_accepts_it(tmp_path: Path) -> None:
     source = skill_repo(tmp_path)
     root = new_project(tmp_path)
@@ -153,6 +159,7 @@ def test_a_moved_tag_is_refused_by_install_until_update_accepts_it(tmp_path: Pat
     assert "Changed." in (root / ".agents/skills/review-rules/SKILL.md").read_text()
 
 
+@pytest.mark.processes
 def test_a_source_that_no_longer_matches_is_refused_while_the_rest_installs(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     for name in ("kb-usage", "other-skill"):
@@ -173,6 +180,7 @@ def test_a_source_that_no_longer_matches_is_refused_while_the_rest_installs(tmp_
     assert check(settings).problems == []
 
 
+@pytest.mark.git
 def test_remove_unpins_and_deletes_the_installed_copies_but_keeps_a_changed_one(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     for name in ("kb-usage", "edited"):
@@ -188,6 +196,7 @@ def test_remove_unpins_and_deletes_the_installed_copies_but_keeps_a_changed_one(
     assert (root / report.backups[0] / "mine.md").read_text() == "my notes"
 
 
+@pytest.mark.processes
 def test_install_leaves_skill_folders_it_did_not_install_alone_and_prune_moves_them_aside(
     tmp_path: Path,
 ) -> None:
@@ -207,6 +216,7 @@ def test_install_leaves_skill_folders_it_did_not_install_alone_and_prune_moves_t
     assert (root / ".agents/skills/kb-usage/SKILL.md").exists()
 
 
+@pytest.mark.git
 def test_the_lock_keeps_unknown_keys_their_order_and_entries_kbkit_does_not_restore(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(root / "skill-sources" / "kb-usage")
@@ -237,6 +247,7 @@ def test_the_lock_keeps_unknown_keys_their_order_and_entries_kbkit_does_not_rest
     assert (root / ".agents/skills/kb-usage/SKILL.md").exists()
 
 
+@pytest.mark.processes
 def test_sync_check_fails_when_installed_skills_are_out_of_date(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     (root / "kbkit.toml").write_text(
@@ -251,6 +262,7 @@ def test_sync_check_fails_when_installed_skills_are_out_of_date(tmp_path: Path) 
     assert result.returncode == 1 and "skills: kb-usage" in result.stderr
 
 
+@pytest.mark.processes
 def test_migrate_moves_sources_out_of_the_folder_npx_treats_as_an_agent_folder(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(root / "skills" / "kb-usage")
@@ -265,6 +277,7 @@ def test_migrate_moves_sources_out_of_the_folder_npx_treats_as_an_agent_folder(t
     assert check(load_settings(root)).warnings == [] and check(load_settings(root)).problems == []
 
 
+@pytest.mark.git
 def test_npx_agent_names_are_aliases_and_unknown_ones_name_the_nearest(tmp_path: Path) -> None:
     root = new_project(tmp_path, agents='["gemini-cli", "kiro-cli", "github-copilot", "roo", "claude-code"]')
     assert load_settings(root).skills_agents == ("gemini", "kiro", "vscode", "roo", "claude-code")
@@ -275,6 +288,7 @@ def test_npx_agent_names_are_aliases_and_unknown_ones_name_the_nearest(tmp_path:
         load_settings(root)
 
 
+@pytest.mark.processes
 def test_every_agent_kbkit_syncs_for_has_its_skill_folder_or_says_it_has_none() -> None:
     from kbkit.catalog.agents import AGENTS
     from kbkit.catalog.clients import CLIENTS
@@ -291,6 +305,7 @@ def test_every_agent_kbkit_syncs_for_has_its_skill_folder_or_says_it_has_none() 
     assert rows["gemini"]["aliases"] == ["gemini-cli"] and rows["gemini"]["global"] == "~/.gemini/skills"
 
 
+@pytest.mark.processes
 def test_json_reports_for_list_and_check(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(root / "skill-sources" / "kb-usage")
@@ -322,6 +337,7 @@ def test_the_folder_hash_follows_its_definition(tmp_path: Path) -> None:
     assert folder_hash(folder) == digest.hexdigest()
 
 
+@pytest.mark.processes
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_installed_skills_are_offered_as_prompts_and_resources(tmp_path: Path, mode: str) -> None:
@@ -361,6 +377,7 @@ async def test_installed_skills_are_offered_as_prompts_and_resources(tmp_path: P
             await client.get_prompt("skill.nope")
 
 
+@pytest.mark.processes
 @pytest.mark.anyio
 async def test_the_server_offers_only_skills_whose_hash_verifies_and_says_which_it_does_not(
     tmp_path: Path,
@@ -391,6 +408,7 @@ async def test_the_server_offers_only_skills_whose_hash_verifies_and_says_which_
     assert "skills: tampered: the installed copy was changed" in doctor.stdout
 
 
+@pytest.mark.processes
 def test_global_installs_the_locked_skills_into_the_users_own_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -414,6 +432,7 @@ def test_global_installs_the_locked_skills_into_the_users_own_folders(
     assert refused.returncode == 2 and "is outside your home folder" in refused.stderr
 
 
+@pytest.mark.git
 def test_a_skill_file_over_the_text_cap_is_cut_with_the_notice_in_bytes(tmp_path: Path) -> None:
     from kbkit.kb.documents import TEXT_CAP
     from kbkit.server.skills import SkillShelf

@@ -70,6 +70,7 @@ def assert_same_order(ours: list[str], theirs: list[str], ties: list[bool]) -> N
         position += len(group)
 
 
+@pytest.mark.npm
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_order_matches_node_localecompare_on_a_large_generated_table(seed: int) -> None:
     names = generated_names(seed, 6000, ASCII * 3 + LATIN + COMBINING + OTHER)
@@ -77,6 +78,7 @@ def test_the_order_matches_node_localecompare_on_a_large_generated_table(seed: i
     assert_same_order(sorted_paths(names), theirs, ties)
 
 
+@pytest.mark.npm
 def test_ascii_names_match_node_exactly_and_need_no_collation_table() -> None:
     names = generated_names(3, 4000, ASCII)
     theirs, ties = node_order(names)

@@ -1,6 +1,7 @@
 """`kbkit skills add/remove/list/check --global` beside the real `npx skills ... -g` (1.7.4): the
-user's own skill folders and the user's lock, in a home folder of its own, driven through the
-installed `kbkit` script from a working folder that is no project, as a user runs it."""
+user's own skill folders and the user's lock, in a home folder of its own, driven through kbkit
+in a process of its own (forked on real pipes: tests/peers/launch.py) from a working folder that is
+no project, as a user runs it."""
 
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ def kbkit_list(home: Path, cwd: Path) -> dict[str, dict[str, object]]:
     return {row["name"]: row for row in json.loads(result.stdout)["skills"]}
 
 
+@pytest.mark.npm
 def test_kbkit_add_global_of_a_local_skill_is_what_npx_lists_and_removes(home: Path, work: Path) -> None:
     write_skill(work / "src" / "greet")
     added = kbkit("skills", "add", "./src/greet", "--global", cwd=work, home=home)
@@ -95,6 +97,7 @@ def test_kbkit_add_global_of_a_local_skill_is_what_npx_lists_and_removes(home: P
     assert list(os.scandir(work)) and not (work / "skills-lock.json").exists()
 
 
+@pytest.mark.npm
 def test_kbkit_add_global_of_a_github_skill_records_the_tree_id_npx_compares(
     home: Path, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -127,6 +130,7 @@ def test_kbkit_add_global_of_a_github_skill_records_the_tree_id_npx_compares(
     assert "up to date" in checked.stdout and user_lock(home).read_text() == before
 
 
+@pytest.mark.npm
 def test_npx_add_global_is_listed_checked_and_removed_by_kbkit(
     home: Path, work: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -175,6 +179,7 @@ def test_npx_add_global_is_listed_checked_and_removed_by_kbkit(
     assert (work / "src/greet/SKILL.md").is_file()  # the source is not the installed copy
 
 
+@pytest.mark.processes
 def test_global_leaves_the_project_alone(home: Path, tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(root / "skill-sources" / "greet")
@@ -187,6 +192,7 @@ def test_global_leaves_the_project_alone(home: Path, tmp_path: Path) -> None:
     assert not (home / ".agents/skills/greet").exists() and (root / "skill-sources/greet").is_dir()
 
 
+@pytest.mark.processes
 def test_bad_input_in_global_scope_is_one_line_and_writes_nothing(home: Path, work: Path) -> None:
     write_skill(work / "src" / "greet")
     user_lock(home).parent.mkdir(parents=True)
@@ -213,6 +219,7 @@ def test_bad_input_in_global_scope_is_one_line_and_writes_nothing(home: Path, wo
     assert listed["greet"]["source"] is None and "not in" in str(listed["greet"]["state"])
 
 
+@pytest.mark.npm
 def test_a_user_lock_kept_as_a_dotfiles_link_is_written_through_and_stays_a_link(
     home: Path, work: Path
 ) -> None:

@@ -25,7 +25,7 @@ from kbkit.skills.files import folder_hash
 from kbkit.skills.install import add, check, install
 from kbkit.skills.lock import read_lock
 
-pytestmark = pytest.mark.usefixtures("skills_cli")
+pytestmark = [pytest.mark.usefixtures("skills_cli"), pytest.mark.npm]
 
 
 @pytest.fixture

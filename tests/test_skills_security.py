@@ -28,6 +28,7 @@ def run_kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
 
 
+@pytest.mark.processes
 def test_a_skill_name_in_the_lock_cannot_unignore_secrets_through_kbkit_sync(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     (root / "kbkit.toml").write_text(
@@ -59,6 +60,7 @@ def test_a_skill_name_in_the_lock_cannot_unignore_secrets_through_kbkit_sync(tmp
     assert "not a valid skill name" in installed.stderr and not (root / ".agents/skills").exists()
 
 
+@pytest.mark.git
 def test_every_line_written_into_gitignore_matches_only_its_literal_path(tmp_path: Path) -> None:
     hostile = ["!keep.txt", "#comment", "star*", "q?", "[ab]", "back\\slash", "space "]
     block = render_block(hostile)
@@ -75,6 +77,7 @@ def test_every_line_written_into_gitignore_matches_only_its_literal_path(tmp_pat
             escape_line(bad)
 
 
+@pytest.mark.git
 def test_a_link_inside_a_skill_source_is_not_followed_installed_or_hashed(tmp_path: Path) -> None:
     secret = tmp_path / "home" / ".ssh" / "id_ed25519"
     secret.parent.mkdir(parents=True)
@@ -99,6 +102,7 @@ def test_a_link_inside_a_skill_source_is_not_followed_installed_or_hashed(tmp_pa
     assert "PRIVATE KEY" not in "".join(p.read_text() for p in installed.rglob("*.md"))
 
 
+@pytest.mark.git
 def test_a_skill_md_that_is_a_link_is_refused(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     outside = write_skill(tmp_path / "outside" / "decoy", name="decoy")
@@ -110,6 +114,7 @@ def test_a_skill_md_that_is_a_link_is_refused(tmp_path: Path) -> None:
     assert not (root / "skills-lock.json").exists()
 
 
+@pytest.mark.git
 def test_a_local_source_reached_through_a_link_in_the_project_is_refused(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(tmp_path / "elsewhere" / "demo")
@@ -118,6 +123,7 @@ def test_a_local_source_reached_through_a_link_in_the_project_is_refused(tmp_pat
         add(load_settings(root), "./skill-sources/demo")
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("linked", [".claude", ".claude/skills", ".agents", ".agents/skills"])
 def test_a_linked_agent_folder_never_makes_install_write_or_delete_outside_the_project(
     tmp_path: Path, linked: str
@@ -142,6 +148,7 @@ def test_a_linked_agent_folder_never_makes_install_write_or_delete_outside_the_p
         assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before
 
 
+@pytest.mark.git
 def test_an_installed_skill_replaced_by_a_link_is_unlinked_not_followed(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     write_skill(root / "skill-sources" / "demo")

@@ -74,6 +74,7 @@ def test_an_existing_folder_is_local_even_without_dot_slash_and_stored_with_it(t
         parse_source("just-a-word", tmp_path)
 
 
+@pytest.mark.git
 def test_owner_repo_is_fetched_with_git_and_pinned_to_the_commit(tmp_path: Path, github: FakeGitHub) -> None:
     work = github.repo("acme/skills", {"skills/lint-rules": "lint-rules", "skills/deploy": "deploy"})
     head = git("rev-parse", "HEAD", cwd=work)
@@ -91,6 +92,7 @@ def test_owner_repo_is_fetched_with_git_and_pinned_to_the_commit(tmp_path: Path,
     assert list(entry) == ["source", "ref", "sourceType", "skillPath", "computedHash"]
 
 
+@pytest.mark.git
 def test_a_repository_whose_root_is_one_skill_can_be_added(tmp_path: Path, github: FakeGitHub) -> None:
     work = github.repo("acme/solo", {"": "solo-skill"})
     root = new_project(tmp_path)
@@ -100,6 +102,7 @@ def test_a_repository_whose_root_is_one_skill_can_be_added(tmp_path: Path, githu
     assert (root / ".agents/skills/solo-skill/SKILL.md").exists()
 
 
+@pytest.mark.processes
 def test_list_shows_what_a_source_offers_and_skill_or_all_picks(tmp_path: Path, github: FakeGitHub) -> None:
     github.repo("acme/many", {"skills/a-one": "a-one", "skills/b-two": "b-two", "more/c-three": "c-three"})
     root = new_project(tmp_path)
@@ -126,6 +129,7 @@ def test_list_shows_what_a_source_offers_and_skill_or_all_picks(tmp_path: Path, 
         add(load_settings(root), "acme/many", skills=["nope"])
 
 
+@pytest.mark.git
 def test_a_tag_is_kept_as_requested_and_update_follows_it(tmp_path: Path, github: FakeGitHub) -> None:
     work = github.repo("acme/skills", {"skills/lint-rules": "lint-rules"})
     first = git("rev-parse", "HEAD", cwd=work)
@@ -144,6 +148,7 @@ def test_a_tag_is_kept_as_requested_and_update_follows_it(tmp_path: Path, github
     assert check(settings).problems == []
 
 
+@pytest.mark.processes
 def test_a_source_that_cannot_be_fetched_says_so_in_one_line(tmp_path: Path, github: FakeGitHub) -> None:
     github.repo("acme/skills", {"skills/lint-rules": "lint-rules"})
     root = new_project(tmp_path)
@@ -157,6 +162,7 @@ def test_a_source_that_cannot_be_fetched_says_so_in_one_line(tmp_path: Path, git
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.git
 def test_an_invalid_skill_in_a_source_is_left_out_without_blocking_the_others(
     tmp_path: Path, github: FakeGitHub
 ) -> None:

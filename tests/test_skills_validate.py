@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import skills_ref  # a pinned test dependency: missing, the suite fails to collect instead of skipping
 from conftest import forked_kbkit
 from skills_helpers import new_project
 
@@ -15,8 +16,6 @@ from kbkit.config import load_settings
 from kbkit.skills.install import add
 from kbkit.skills.spec import SkillError
 from kbkit.skills.validate import validate_folder
-
-skills_ref = pytest.importorskip("skills_ref", reason="skills-ref (the reference validator) is not installed")
 
 D = "description: Use when testing.\n"
 CASES: list[tuple[str, str, str]] = [
@@ -83,6 +82,7 @@ def test_validation_agrees_with_skills_ref(tmp_path: Path, case: str, folder: st
         assert default.warnings  # kbkit still says so
 
 
+@pytest.mark.git
 def test_add_validates_as_the_reference_does(tmp_path: Path) -> None:
     root = new_project(tmp_path)
     make(root / "skill-sources", "dup", "demo", "---\nname: demo\nname: other\n" + D + "---\n")
@@ -92,6 +92,7 @@ def test_add_validates_as_the_reference_does(tmp_path: Path) -> None:
     assert add(load_settings(root), "./skill-sources/yes/café").installed == ["café"]
 
 
+@pytest.mark.processes
 def test_validate_reports_every_skill_below_a_folder_with_all_their_errors(tmp_path: Path) -> None:
     for case, folder, text in CASES[:8]:
         make(tmp_path / "tree", case, folder, text)

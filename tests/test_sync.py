@@ -79,6 +79,7 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     return out
 
 
+@pytest.mark.git
 def test_every_client_gets_a_stdio_entry_that_runs_this_kbkit_with_no_env_block(tmp_path: Path) -> None:
     root = git_repo(tmp_path)
     report = run_sync(root)
@@ -94,6 +95,7 @@ def test_every_client_gets_a_stdio_entry_that_runs_this_kbkit_with_no_env_block(
     assert read_entry(root, "claude-code")["type"] == "stdio"
 
 
+@pytest.mark.git
 def test_outputs_parse_back_with_each_format_s_real_parser(tmp_path: Path) -> None:
     root = git_repo(tmp_path)
     run_sync(root)
@@ -105,6 +107,7 @@ def test_outputs_parse_back_with_each_format_s_real_parser(tmp_path: Path) -> No
             json.loads(text)  # kbkit's own files are plain JSON, even where comments are allowed
 
 
+@pytest.mark.git
 def test_a_second_run_changes_nothing_byte_for_byte(tmp_path: Path) -> None:
     root = git_repo(tmp_path)
     run_sync(root)
@@ -117,6 +120,7 @@ def test_a_second_run_changes_nothing_byte_for_byte(tmp_path: Path) -> None:
     assert (root / ".gitignore").stat().st_mtime_ns == gitignore
 
 
+@pytest.mark.git
 def test_every_output_is_ignored_by_git_and_user_gitignore_lines_are_kept(tmp_path: Path) -> None:
     root = git_repo(tmp_path)
     (root / ".gitignore").write_text("# mine\nnode_modules/\n")
@@ -182,6 +186,7 @@ model = "o4-mini"
 """
 
 
+@pytest.mark.git
 def test_merging_keeps_everything_of_the_user_and_a_second_run_is_a_no_op(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code", "vscode", "zed", "codex"])
     for rel, text in {
@@ -215,6 +220,7 @@ def test_merging_keeps_everything_of_the_user_and_a_second_run_is_a_no_op(tmp_pa
     assert snapshot(root) == before
 
 
+@pytest.mark.git
 def test_a_removed_client_loses_only_kbkit_s_entry(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code", "cursor"])
     (root / ".mcp.json").write_text(MCP_JSON)
@@ -229,6 +235,7 @@ def test_a_removed_client_loses_only_kbkit_s_entry(tmp_path: Path) -> None:
     assert not (root / ".cursor/mcp.json").exists()  # kbkit made it, and it held only kbkit's entry
 
 
+@pytest.mark.git
 def test_a_renamed_server_retracts_the_old_entry(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"])
     run_sync(root)
@@ -239,6 +246,7 @@ def test_a_renamed_server_retracts_the_old_entry(tmp_path: Path) -> None:
     assert set(json.loads((root / ".mcp.json").read_text())["mcpServers"]) == {"team-kb"}
 
 
+@pytest.mark.git
 def test_a_file_kbkit_created_is_still_its_own_after_a_rename_and_goes_when_the_client_goes(
     tmp_path: Path,
 ) -> None:
@@ -254,6 +262,7 @@ def test_a_file_kbkit_created_is_still_its_own_after_a_rename_and_goes_when_the_
     assert not (root / ".cursor/mcp.json").exists()
 
 
+@pytest.mark.git
 def test_a_hand_edited_entry_is_reported_and_left_alone_unless_forced(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"], extra="preapprove = false\n")
     run_sync(root)
@@ -270,6 +279,7 @@ def test_a_hand_edited_entry_is_reported_and_left_alone_unless_forced(tmp_path: 
     assert "--verbose" not in (root / ".mcp.json").read_text()
 
 
+@pytest.mark.git
 def test_an_entry_named_kb_that_kbkit_did_not_write_is_not_taken_over(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"], extra="preapprove = false\n")
     (root / ".mcp.json").write_text('{"mcpServers": {"kb": {"command": "my-own-kb"}}}\n')
@@ -278,6 +288,7 @@ def test_an_entry_named_kb_that_kbkit_did_not_write_is_not_taken_over(tmp_path: 
     assert "my-own-kb" in (root / ".mcp.json").read_text()
 
 
+@pytest.mark.git
 def test_key_rotation_changes_no_file_and_no_output_holds_a_key(tmp_path: Path) -> None:
     root = git_repo(tmp_path, extra='remote_url = "https://kb.example/mcp"\n')
     (root / ".env.local").write_text(f"MCP_TOKEN={TOKEN}\nHINDSIGHT_API_KEY=hsk_old_key_123456\n")
@@ -293,6 +304,7 @@ def test_key_rotation_changes_no_file_and_no_output_holds_a_key(tmp_path: Path) 
             assert secret.encode() not in data, rel
 
 
+@pytest.mark.git
 def test_in_remote_mode_every_client_runs_the_relay_which_reads_the_token_itself(tmp_path: Path) -> None:
     root = git_repo(tmp_path, extra='remote_url = "https://kb.example/mcp"\n')
     report = run_sync(root)
@@ -310,6 +322,7 @@ def test_in_remote_mode_every_client_runs_the_relay_which_reads_the_token_itself
         assert "MCP_TOKEN" not in json.dumps(entry), name
 
 
+@pytest.mark.git
 def test_remote_transport_http_refers_to_the_token_in_each_client_s_own_dialect(tmp_path: Path) -> None:
     root = git_repo(tmp_path, extra='remote_url = "https://kb.example/mcp"\nremote_transport = "http"\n')
     report = run_sync(root)
@@ -337,6 +350,7 @@ def test_remote_transport_http_refers_to_the_token_in_each_client_s_own_dialect(
     assert "MCP_TOKEN" in note and ".env.local" in note and ", ".join(direct) in note
 
 
+@pytest.mark.git
 def test_sync_prints_the_http_note_after_writing_and_an_unknown_transport_is_one_error(
     tmp_path: Path,
 ) -> None:
@@ -363,6 +377,7 @@ def test_without_a_console_script_beside_the_interpreter_entries_run_it_with_das
     assert render.kbkit_command() == (str(tmp_path / "bin" / "kbkit"),)
 
 
+@pytest.mark.git
 def test_an_unparsable_file_is_refused_with_line_and_column_and_nothing_is_written(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code", "cursor"])
     (root / ".mcp.json").write_text('{\n  "mcpServers": {\n    "a": {"command": "x"}\n    "b": {}\n  }\n}\n')
@@ -374,6 +389,7 @@ def test_an_unparsable_file_is_refused_with_line_and_column_and_nothing_is_writt
     assert not (root / ".kbkit" / "sync-state.json").exists()
 
 
+@pytest.mark.git
 def test_an_unparsable_toml_file_is_refused_untouched(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["codex"])
     (root / ".codex").mkdir()
@@ -383,6 +399,7 @@ def test_an_unparsable_toml_file_is_refused_untouched(tmp_path: Path) -> None:
     assert (root / ".codex/config.toml").read_text() == "[mcp_servers\ncommand = 1\n"
 
 
+@pytest.mark.git
 def test_a_token_from_the_real_environment_is_refused_too(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MCP_TOKEN", TOKEN)
     root = git_repo(tmp_path, ["claude-code"], extra=f'remote_url = "https://kb.example/{TOKEN}/mcp"\n')
@@ -390,6 +407,7 @@ def test_a_token_from_the_real_environment_is_refused_too(tmp_path: Path, monkey
         run_sync(root)
 
 
+@pytest.mark.git
 def test_a_literal_secret_is_refused_naming_the_variable_not_the_value(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"], extra=f'remote_url = "https://kb.example/{TOKEN}/mcp"\n')
     (root / ".env.local").write_text(f"MCP_TOKEN={TOKEN}\n")
@@ -399,6 +417,7 @@ def test_a_literal_secret_is_refused_naming_the_variable_not_the_value(tmp_path:
     assert not (root / ".mcp.json").exists()
 
 
+@pytest.mark.git
 def test_an_output_that_a_symlink_carries_outside_the_repo_is_refused(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code", "cursor"])
     outside = tmp_path / "elsewhere"
@@ -410,6 +429,7 @@ def test_an_output_that_a_symlink_carries_outside_the_repo_is_refused(tmp_path: 
     assert not (root / ".mcp.json").exists()
 
 
+@pytest.mark.git
 def test_a_tracked_output_is_refused_because_ignoring_cannot_hide_it(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"])
     (root / ".mcp.json").write_text(MCP_JSON)
@@ -425,6 +445,7 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return kbkit_in_process("sync", "--root", str(root), *args)
 
 
+@pytest.mark.git
 def test_check_catches_each_kind_of_drift(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code", "cursor"])
     missing = cli(root, "--check")
@@ -450,6 +471,7 @@ def test_check_catches_each_kind_of_drift(tmp_path: Path) -> None:
     assert cli(root).returncode == 0 and cli(root, "--check").returncode == 0
 
 
+@pytest.mark.git
 def test_dry_run_prints_unified_diffs_and_writes_nothing(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"])
     (root / ".mcp.json").write_text(MCP_JSON)
@@ -461,6 +483,7 @@ def test_dry_run_prints_unified_diffs_and_writes_nothing(tmp_path: Path) -> None
     assert not (root / ".gitignore").exists()
 
 
+@pytest.mark.git
 def test_the_table_says_what_happened_and_what_to_do_next(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code", "windsurf"])
     out = cli(root).stdout
@@ -469,6 +492,7 @@ def test_the_table_says_what_happened_and_what_to_do_next(tmp_path: Path) -> Non
     assert "unchanged" in cli(root).stdout
 
 
+@pytest.mark.git
 def test_json_report_has_a_stable_shape(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"], extra="preapprove = false\n")
     report = json.loads(cli(root, "--json").stdout)
@@ -486,6 +510,7 @@ def test_json_report_has_a_stable_shape(tmp_path: Path) -> None:
     assert report["adopted"] == []
 
 
+@pytest.mark.git
 def test_only_limits_the_run_to_the_named_clients(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code", "cursor"])
     assert cli(root, "--only", "cursor").returncode == 0
@@ -494,12 +519,14 @@ def test_only_limits_the_run_to_the_named_clients(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "unknown client 'cursr'" in bad.stderr
 
 
+@pytest.mark.git
 def test_an_unknown_client_in_kbkit_toml_names_the_nearest(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude_code"])
     result = cli(root)
     assert result.returncode == 2 and "did you mean 'claude-code'" in result.stderr
 
 
+@pytest.mark.git
 def test_file_modes_are_kept(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code"])
     (root / ".mcp.json").write_text(MCP_JSON)
@@ -508,6 +535,7 @@ def test_file_modes_are_kept(tmp_path: Path) -> None:
     assert (root / ".mcp.json").stat().st_mode & 0o777 == 0o600
 
 
+@pytest.mark.processes
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_client_without_an_env_dialect_reaches_a_remote_server_through_kbkit_connect(
@@ -548,6 +576,7 @@ VARIANTS = {
 }
 
 
+@pytest.mark.git
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_fresh_outputs_match_the_golden_files_byte_for_byte(tmp_path: Path, variant: str) -> None:
     """tests/golden holds each client's file as kbkit writes it into an empty project (/ROOT and

@@ -9,6 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import kbkit_in_process, make_project
 from test_sync import read_entry
 
@@ -56,6 +57,7 @@ def test_docs_clients_cites_a_source_for_every_agent() -> None:
         assert client.source, client.name
 
 
+@pytest.mark.git
 def test_agents_that_give_up_early_get_at_least_a_minute_to_start(tmp_path: Path) -> None:
     for remote in ("", 'remote_url = "https://kb.example/mcp"\n'):
         root = repo(tmp_path / str(bool(remote)), list(TIMEOUTS), remote)
@@ -64,6 +66,7 @@ def test_agents_that_give_up_early_get_at_least_a_minute_to_start(tmp_path: Path
             assert read_entry(root, client)[key] >= START_UP_SECONDS * per_second >= 60 * per_second, client
 
 
+@pytest.mark.git
 def test_claude_code_and_copilot_cli_share_one_mcp_json_entry(tmp_path: Path) -> None:
     root = repo(tmp_path, ["claude-code", "copilot-cli"], "preapprove = false\n")
     report = sync(load_settings(root))
@@ -84,6 +87,7 @@ def test_claude_code_and_copilot_cli_share_one_mcp_json_entry(tmp_path: Path) ->
     assert not (root / ".mcp.json").exists()
 
 
+@pytest.mark.git
 def test_sync_says_each_agent_s_own_step_once_and_doctor_repeats_it(tmp_path: Path) -> None:
     root = repo(tmp_path, ["amp", "warp", "trae", "claude-code", "cursor", "roo", "kiro"])
     (root / "kbkit.toml").write_text(
@@ -114,6 +118,7 @@ def test_sync_says_each_agent_s_own_step_once_and_doctor_repeats_it(tmp_path: Pa
     assert not [step for step in steps if "Roo Code" in step]
 
 
+@pytest.mark.git
 def test_a_direct_http_entry_says_where_its_token_must_come_from(tmp_path: Path) -> None:
     remote = 'remote_url = "https://kb.example/mcp"\n'
     root = repo(tmp_path, ["kiro", "vscode", "zed"], remote)

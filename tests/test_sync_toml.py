@@ -237,6 +237,7 @@ def test_generated_codex_files_keep_everything_but_the_kb_entry(text: str) -> No
 # -- the command a user runs -------------------------------------------------------------------
 
 
+@pytest.mark.git
 def test_kbkit_sync_merges_into_a_codex_config_with_an_inline_servers_table(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo", config='[kb]\npath = "docs"\n[sync]\nclients = ["codex"]\n')
     subprocess.run(["git", "init", "-q", str(root)], check=True)
