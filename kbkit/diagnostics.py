@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbkit import DISTRIBUTION, __version__
-from kbkit.config import Settings, load_settings
+from kbkit.config import MemorySettings, Settings, load_settings
 from kbkit.errors import KbkitError
 from kbkit.fsutil import read_text_file
 from kbkit.kb.fields import describe_cap
@@ -282,11 +282,16 @@ def check_memory(ctx: Context) -> list[Finding]:
     memory = ctx.settings.memory
     if not memory.configured:
         return _ok("memory", "off: no [memory] section (session memory is optional)")
+    return _memory_connection(ctx.settings) + _memory_bank(memory)
+
+
+def _memory_connection(settings: Settings) -> list[Finding]:
     import anyio
 
     from kbkit.server.memory import key_problem, probe, read_credential
 
-    credential = read_credential(memory.credential, ctx.settings.root)
+    memory = settings.memory
+    credential = read_credential(memory.credential, settings.root)
     if credential.value is None:
         return [
             Finding(
@@ -296,11 +301,26 @@ def check_memory(ctx: Context) -> list[Finding]:
                 f"add {memory.credential}=<your key> to .env.local (never to kbkit.toml)",
             )
         ]
-    ok, detail = anyio.run(probe, memory, ctx.settings.root)
+    ok, detail = anyio.run(probe, memory, settings.root)
     if ok:
         return _ok("memory", detail)
     return [
         Finding("memory", "fail", f"unavailable: {detail}", "see the reason; kb tools keep working meanwhile")
+    ]
+
+
+def _memory_bank(memory: MemorySettings) -> list[Finding]:
+    """A bank the user wrote that nothing takes: said, since they expect it to choose the bank."""
+    if not memory.bank_ignored:
+        return []
+    where = "[memory] url has no {bank} in it" if memory.url else "a stdio [memory] command takes none"
+    return [
+        Finding(
+            "memory",
+            "warn",
+            f"bank = {memory.bank!r} has no effect: {where}",
+            "remove bank, or put {bank} in url where the service expects the bank name",
+        )
     ]
 
 
