@@ -181,6 +181,11 @@ def test_init_keeps_git_ignoring_the_right_paths(tmp_path: Path) -> None:
         ('[memory]\ncredential = "sk-live-123"\n', "memory.credential", "is not a variable name"),
         ("[memory]\ntimeout = 0\n", "memory.timeout", "out of range (1 to 3600)"),
         ('[memory]\nprefix = "a b"\n', "memory.prefix", "use only letters"),
+        (
+            '[memory]\ndescriptions = "long"\n',
+            "memory.descriptions",
+            "'long' is not allowed; use 'short' or 'upstream'",
+        ),
         ("[kb]\nwatch = 1\n", "kb.watch", "must be true or false, got int 1; for example: watch = true"),
     ],
 )

@@ -270,6 +270,10 @@ class Memory(Section):
     )
     tools: Names = key(("retain", "recall", "reflect"), "the memory tools offered (an allowlist)")
     prefix: ToolPrefix = key("", 'a prefix for the memory tools\' names, e.g. "memory_"')
+    descriptions: Literal["short", "upstream"] = key(
+        "short",
+        "short: kbkit's own sentence per tool (fewer tokens); upstream: the service's own text",
+    )
     env: VariableNames = key(
         (), "variables a stdio memory command gets besides its key, PATH, HOME and locale"
     )

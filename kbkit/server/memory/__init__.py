@@ -14,9 +14,9 @@ upstream gets the key, the variables `[memory] env` names, and a safe base envir
 kbkit's own. Replies are bounded: over MAX_REPLY_BYTES the upstream is not read further, and text
 over RESULT_TEXT_CAP is cut with a notice.
 
-The parts: `proxy` (the tools offered and each call), `connection` (connect, probe, reconnect,
-and failures in words), `keys` (the credential and a stdio upstream's environment), `redaction`
-and `bounds`.
+The parts: `proxy` (the tools offered and each call), `declarations` (what agents read about
+each tool), `connection` (connect, probe, reconnect, and failures in words), `keys` (the
+credential and a stdio upstream's environment), `redaction` and `bounds`.
 """
 
 from kbkit.server.memory.bounds import RESULT_TEXT_CAP

@@ -21,6 +21,7 @@ from mcp.shared.exceptions import MCPError
 from kbkit.config import MemorySettings
 from kbkit.server.memory.bounds import ReplyTooLarge, bounded, too_large, too_large_notice
 from kbkit.server.memory.connection import Connection, describe, leaves
+from kbkit.server.memory.declarations import declared
 from kbkit.server.memory.keys import key_problem
 from kbkit.server.memory.redaction import Redactor, redacted
 from kbkit.server.tools import tool_error
@@ -158,7 +159,8 @@ class MemoryProxy:
         names: dict[str, str] = {}
         for published, upstream in offered_names(self.settings, self._reserved).items():
             if upstream in by_name:
-                offered[published] = by_name[upstream].model_copy(update={"name": published})
+                tool = declared(by_name[upstream], upstream, self.settings.descriptions)
+                offered[published] = tool.model_copy(update={"name": published})
                 names[published] = upstream
         changed = [t.model_dump() for t in offered.values()] != [t.model_dump() for t in self._tools.values()]
         self._tools, self._upstream_names = offered, names
