@@ -182,6 +182,11 @@ def test_init_keeps_git_ignoring_the_right_paths(tmp_path: Path) -> None:
         ('[memory]\ncredential = "sk-live-123"\n', "memory.credential", "is not a variable name"),
         ("[memory]\ntimeout = 0\n", "memory.timeout", "out of range (1 to 3600)"),
         ('[memory]\nprefix = "a b"\n', "memory.prefix", "use only letters"),
+        (
+            '[memory]\ndescriptions = "long"\n',
+            "memory.descriptions",
+            "'long' is not allowed; use 'short' or 'upstream'",
+        ),
         ("[kb]\nwatch = 1\n", "kb.watch", "must be true or false, got int 1; for example: watch = true"),
     ],
 )
@@ -239,6 +244,25 @@ def test_lists_are_deduplicated_and_every_section_is_readable_from_settings(tmp_
     assert settings.memory.configured and settings.memory.endpoint == "https://m.example/team/"
     assert settings.http.port == settings.server.http.port == 18080
     assert settings.origin("memory.bank") == "kbkit.toml"
+
+
+def test_a_memory_url_without_a_bank_is_used_as_it_is(tmp_path: Path) -> None:
+    """Memory services other than Hindsight have no bank in their URL."""
+    url = "http://127.0.0.1:8765/mcp"
+    root = make_project(tmp_path / "p", config=f'[kb]\npath = "docs"\n[memory]\nurl = "{url}"\n')
+    memory = load_settings(root).memory
+    assert memory.configured and memory.endpoint == url
+    assert not memory.bank_ignored  # bank left at its default: nothing to say about it
+    (root / "kbkit.local.toml").write_text('[memory]\nbank = "team"\n')
+    memory = load_settings(root).memory
+    assert memory.endpoint == url and memory.bank_ignored
+
+
+def test_a_bank_written_for_a_url_with_a_bank_in_it_is_used() -> None:
+    from kbkit.config import Memory
+
+    memory = Memory(url="https://m.example/mcp/{bank}/", bank="team")
+    assert memory.endpoint == "https://m.example/mcp/team/" and not memory.bank_ignored
 
 
 def test_the_config_knows_exactly_the_tools_the_server_implements() -> None:

@@ -104,6 +104,24 @@ def test_a_wrong_memory_key_is_reported_as_rejected(tmp_path: Path) -> None:
         peer.kill()
 
 
+def test_a_bank_set_for_a_memory_url_without_a_bank_is_said_to_do_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbkit.config import load_settings
+    from kbkit.diagnostics import Context, check_memory
+
+    monkeypatch.delenv("HINDSIGHT_API_KEY", raising=False)  # no key: the check makes no connection
+    memory = '[memory]\nurl = "http://127.0.0.1:1/mcp"\n'
+    root = git_project(tmp_path, memory)
+    (key,) = check_memory(Context(root, load_settings(root)))
+    assert "HINDSIGHT_API_KEY is not set" in key.finding  # nothing about a bank nobody wrote
+    (root / "kbkit.toml").write_text((root / "kbkit.toml").read_text() + 'bank = "team"\n')
+    key, bank = check_memory(Context(root, load_settings(root)))
+    assert bank.status == "warn"
+    assert bank.finding == "bank = 'team' has no effect: [memory] url has no {bank} in it"
+    assert bank.fix and "{bank}" in bank.fix
+
+
 @pytest.mark.git
 def test_a_stale_output_and_a_hand_edit_are_sync_warnings(tmp_path: Path) -> None:
     root = ready(tmp_path)

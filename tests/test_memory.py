@@ -20,6 +20,7 @@ from conftest import (
     eventually,
     http_client,
     make_project,
+    serve_in_memory,
     serve_stdio,
     wait_until,
 )
@@ -143,6 +144,15 @@ async def test_with_the_key_the_allowed_memory_tools_sit_beside_the_kb_tools(
     stderr = (root / "serve-stderr.log").read_text()
     assert "memory: on (3 tools from" in stderr
     assert KEY not in stderr
+
+
+async def test_a_url_with_no_bank_in_it_serves_the_memory_tools(tmp_path, upstream, monkeypatch) -> None:
+    monkeypatch.delenv("HINDSIGHT_API_KEY", raising=False)
+    root = memory_project(tmp_path, f"http://127.0.0.1:{upstream.port}/mcp/default/")
+    (root / ".env.local").write_text(f"HINDSIGHT_API_KEY={KEY}\n")
+    async with serve_in_memory(root) as client:
+        assert names((await client.list_tools()).tools) == KB_TOOLS + MEMORY_TOOLS
+        assert not (await client.call_tool("retain", {"content": "no bank in the url"})).is_error
 
 
 @pytest.mark.processes
@@ -618,12 +628,11 @@ async def test_a_connection_dropped_during_a_write_reports_the_outcome_as_unknow
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
-        ('url = "http://127.0.0.1:1/mcp/default/"\n', "put {bank} where the bank name goes"),
         ('url = "http://127.0.0.1:1/mcp/{bank}/"\ntools = []\n', "[memory.tools]: lists no tool"),
         ('url = "http://127.0.0.1:1/mcp/{bank}/"\nprefix = "mem."\n', "[memory.prefix]: use only letters"),
         ('command = ["x"]\nenv = ["NOT A NAME"]\n', "[memory.env]: 'NOT A NAME' is not a variable name"),
     ],
-    ids=["url without bank", "no tools", "prefix with a dot", "env not a name"],
+    ids=["no tools", "prefix with a dot", "env not a name"],
 )
 def test_memory_settings_that_cannot_work_are_config_errors(tmp_path, extra, says) -> None:
     from kbkit.config import load_settings

@@ -103,8 +103,6 @@ def _memory_url(value: str) -> str:
         raise Invalid(
             f"{value!r} is not an http(s) URL; e.g. https://api.hindsight.vectorize.io/mcp/{{bank}}/"
         )
-    if value and "{bank}" not in value:
-        raise Invalid("put {bank} where the bank name goes, e.g. https://host/mcp/{bank}/; set bank")
     return _url(
         value,
         secret_words=("key", "token"),
@@ -260,16 +258,22 @@ class Memory(Section):
 
     url: MemoryUrl = key(
         "",
-        "the memory MCP endpoint (streamable HTTP); {bank} is replaced by bank",
+        "the memory MCP endpoint (streamable HTTP); a {bank} in it is replaced by bank",
         example="https://api.hindsight.vectorize.io/mcp/{bank}/",
     )
     command: Names = key((), "or, instead of url: a command that runs the memory MCP server over stdio")
-    bank: Text = key("default", "the memory bank name, for {bank} in url", example="my-team")
+    bank: Text = key(
+        "default", "the memory bank name, for {bank} in url (no effect without one)", example="my-team"
+    )
     credential: VariableName = key(
         DEFAULT_MEMORY_CREDENTIAL, "the NAME of the variable holding the key (in .env.local)"
     )
     tools: Names = key(("retain", "recall", "reflect"), "the memory tools offered (an allowlist)")
     prefix: ToolPrefix = key("", 'a prefix for the memory tools\' names, e.g. "memory_"')
+    descriptions: Literal["short", "upstream"] = key(
+        "short",
+        "short: kbkit's own sentence per tool (fewer tokens); upstream: the service's own text",
+    )
     env: VariableNames = key(
         (), "variables a stdio memory command gets besides its key, PATH, HOME and locale"
     )
@@ -286,6 +290,11 @@ class Memory(Section):
     @property
     def configured(self) -> bool:
         return bool(self.url or self.command)
+
+    @property
+    def bank_ignored(self) -> bool:
+        """bank was written in the config, but nothing takes it: no {bank} in url (or a command)."""
+        return "bank" in self.model_fields_set and "{bank}" not in self.url
 
     @property
     def endpoint(self) -> str:

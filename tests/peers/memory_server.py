@@ -6,14 +6,16 @@ tool (so a clash with kb's own tool can be seen), and Hindsight's habit of repor
 failures as ordinary results (`{"status": "error"}`, `{"error": ...}` with isError false).
 
     python tests/peers/memory_server.py (--port 8765 | --fd FD) --key KEY [--slow-recall SECONDS] [--header-log FILE]
-        [--key-file FILE] [--huge-recall BYTES] [--json-response]
+        [--key-file FILE] [--huge-recall BYTES] [--json-response] [--tools-file FILE]
     python tests/peers/memory_server.py --stdio [--env-dump FILE] [--huge-recall BYTES] [--die-on-retain] [--echo-key]
 
 `--key-file` reads the accepted key from a file at every request (a key rotated upstream);
 `--huge-recall` makes recall answer with that many bytes of text; `--stdio` serves on stdin/stdout,
 checking the key in $HINDSIGHT_API_KEY, and `--env-dump` writes the environment it was given as JSON;
 `--die-on-retain` exits in the middle of a retain (a connection dropped during a write); `--echo-key`
-makes reflect fail with the key it was given quoted in every form.
+makes reflect fail with the key it was given quoted in every form. `--tools-file` lists the tools in
+a JSON file (a real service's tools/list, e.g. tests/fixtures/hindsight-1.1.0-tools.json) instead of
+the ones below; calls behave as below.
 """
 
 from __future__ import annotations
@@ -88,10 +90,14 @@ TOOLS = [
 
 
 def build(
-    slow_recall: float, huge_recall: int = 0, die_on_retain: bool = False, echo_key: bool = False
+    slow_recall: float,
+    huge_recall: int = 0,
+    die_on_retain: bool = False,
+    echo_key: bool = False,
+    tools: list[types.Tool] | None = None,
 ) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=TOOLS)
+        return types.ListToolsResult(tools=TOOLS if tools is None else tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments or {}
@@ -166,8 +172,12 @@ def main() -> None:
     parser.add_argument("--env-dump", help="write the environment this process was given to this file")
     parser.add_argument("--die-on-retain", action="store_true")
     parser.add_argument("--echo-key", action="store_true", help="reflect fails quoting the key it got")
+    parser.add_argument("--tools-file", help="list the tools in this JSON file instead of TOOLS")
     args = parser.parse_args()
-    server = build(args.slow_recall, args.huge_recall, args.die_on_retain, args.echo_key)
+    tools = None
+    if args.tools_file:
+        tools = [types.Tool.model_validate(tool) for tool in json.loads(Path(args.tools_file).read_text())]
+    server = build(args.slow_recall, args.huge_recall, args.die_on_retain, args.echo_key, tools)
     if args.stdio:
         if args.env_dump:
             Path(args.env_dump).write_text(json.dumps(dict(os.environ)))

@@ -1,0 +1,71 @@
+"""What kbkit says about itself on stderr at every start: what was indexed, what is on, what is off
+and why. Never a secret's value: only variable names.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from kbkit import __version__
+from kbkit.config import Settings
+from kbkit.diagnostics.base import kb_folder
+from kbkit.kb.fields import describe_cap
+from kbkit.kb.indexer import ScanReport
+
+if TYPE_CHECKING:
+    from kbkit.server.memory import MemoryProxy
+
+PREFIX = "[kbkit]"
+
+
+def describe_scan(report: ScanReport) -> str:
+    line = f"index: {report.documents} documents ({report.changes()}) in {report.seconds:.2f} s"
+    parts = [line, report.skipped_summary()]
+    if report.partial:
+        parts.append(f"{report.partial} indexed in part ({describe_cap()}; --skipped lists them)")
+    return "; ".join(part for part in parts if part)
+
+
+def boot_lines(
+    settings: Settings,
+    *,
+    transport: str,
+    tools: Iterable[str],
+    http: Iterable[str] = (),
+    watching: bool = False,
+    memory: str = "memory: off (not configured: add a [memory] section with url to kbkit.toml)",
+    search: str = "",
+) -> list[str]:
+    """What `kbkit serve` says before it answers. The index is opened and brought up to date in
+    the background, which says what it found (a repair, then `indexing finished`)."""
+    lines = [
+        f"kbkit {__version__} (Python {platform.python_version()}), transport: {transport}",
+        f"root: {settings.root}, kb folder: {kb_folder(settings)}",
+    ]
+    lines += list(http)
+    lines += [
+        "index: brought up to date in the background (a line says when it has finished)"
+        + ("; watching for changes" if watching else "; not watching (--no-watch or [kb] watch = false)"),
+        f"parsers: {', '.join(settings.parsers)}",
+        *([search] if search else []),
+        f"tools: {', '.join(tools) or 'none ([server] tools is empty)'}",
+        memory,
+    ]
+    return [f"{PREFIX} {line}" for line in lines]
+
+
+def memory_line(settings: Settings, proxy: MemoryProxy | None, *, over_http: bool) -> str:
+    """The memory boot line: on its way, off and why, or (over HTTP) deliberately not attached."""
+    if over_http and not settings.http.memory and settings.memory.configured:
+        return (
+            "memory: off over HTTP (session memory is one user's state; set [server.http] memory = true "
+            "to attach it to this shared server)"
+        )
+    if proxy is None:
+        return "memory: off (not configured: add a [memory] section with url to kbkit.toml)"
+    line = proxy.status.line()
+    if over_http and proxy.enabled:
+        line += "; WARNING: attached over HTTP, every caller shares one memory bank"
+    return line

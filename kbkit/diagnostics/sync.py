@@ -1,0 +1,63 @@
+"""The agents' config files: fresh, ignored by git, and running a kbkit that still exists."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kbkit.diagnostics.base import Context, Finding, ok
+from kbkit.errors import KbkitError
+from kbkit.fsutil import read_text_file
+
+
+def check_sync(ctx: Context) -> list[Finding]:
+    if ctx.settings is None:
+        return []
+    from kbkit.sync.planner import sync
+
+    try:
+        report = sync(ctx.settings, mode="check")
+    except KbkitError as exc:
+        return [Finding("sync", "fail", str(exc), "fix the file it names, then run kbkit sync")]
+    steps = [Finding("sync", "ok", f"step in the agent: {step}") for step in report.caveats]
+    if report.problems:  # the skills' own problems are the skills check's
+        return [
+            Finding("sync", "warn", problem, "run kbkit sync (kbkit sync --force for hand edits)")
+            for problem in report.problems
+        ] + steps
+    return ok("sync", f"{len(report.outcomes)} client configs fresh and ignored by git") + steps
+
+
+def check_client_commands(ctx: Context) -> list[Finding]:
+    """The kbkit command each client config runs still exists: a moved or deleted virtual
+    environment is the most common break after a clone."""
+    if ctx.settings is None:
+        return []
+    from kbkit.catalog.clients import CLIENTS
+    from kbkit.sync.merge import ConfigText
+
+    findings = []
+    for name in ctx.settings.sync_clients:
+        client = CLIENTS[name]
+        try:
+            text = read_text_file(ctx.settings.root / client.path)
+            if text is None:
+                continue
+            entry = ConfigText(client.format, text, client.path).get(
+                (*client.root_key, ctx.settings.server_name)
+            )
+        except KbkitError:
+            continue  # the sync check reports unreadable and unparsable files
+        command = entry.get("command") if isinstance(entry, dict) else None
+        if isinstance(command, list):
+            command = command[0] if command else None
+        if isinstance(command, str) and not (Path(command).is_file() and os.access(command, os.X_OK)):
+            findings.append(
+                Finding(
+                    "client-commands",
+                    "fail",
+                    f"{client.path} runs {command}, which no longer exists",
+                    "reinstall kbkit in this checkout, then run kbkit sync",
+                )
+            )
+    return findings or ok("client-commands", "every configured kbkit command exists")

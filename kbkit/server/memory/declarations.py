@@ -1,0 +1,98 @@
+"""What an agent reads about each memory tool. Every word of a tools/list sits in the agent's
+context for the whole session, and memory services write long, persuasive descriptions (Hindsight's
+retain, recall and reflect cost about 1,570 tokens). With `[memory] descriptions = "short"` kbkit
+says what retain, recall and reflect do in a sentence of its own, keeps the first sentence of any
+other tool's description, cuts the input schema's description texts to their first sentence, and
+drops `"default": null` (an optional property's absence says as much) and the upstream's own
+`_meta`. Property names, types, required, enums, other defaults and nesting are kept as they are
+(docs/adr/0025). "upstream" passes the service's declarations on untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import mcp.types as types
+
+KNOWN_DESCRIPTIONS = {
+    "retain": "Store a fact, decision or preference in long-term memory for later sessions.",
+    "recall": "Search long-term memory for the stored facts that match a query.",
+    "reflect": "Answer a question by reasoning over all of long-term memory (slower than recall).",
+}
+"""kbkit's words for the tools every memory service of this kind offers, by upstream name."""
+TOOL_TEXT_LIMIT = 160
+"""Characters of another tool's own description kept: its first sentence, at most this long."""
+PARAMETER_TEXT_LIMIT = 60
+"""Characters kept of a parameter's description: its first sentence, at most this long."""
+
+SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+"""JSON Schema keywords whose value maps names to schemas."""
+SCHEMA_VALUES = (
+    "items",
+    "prefixItems",
+    "additionalItems",
+    "additionalProperties",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contains",
+    "propertyNames",
+    "anyOf",
+    "oneOf",
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+"""Keywords whose value is a schema or a list of schemas."""
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def declared(tool: types.Tool, upstream_name: str, descriptions: str) -> types.Tool:
+    """The tool as kbkit lists it: untouched for "upstream", else with short descriptions."""
+    if descriptions == "upstream":
+        return tool
+    text = KNOWN_DESCRIPTIONS.get(upstream_name) or first_sentence(tool.description or "", TOOL_TEXT_LIMIT)
+    return tool.model_copy(
+        update={"description": text or None, "input_schema": short_schema(tool.input_schema), "meta": None}
+    )
+
+
+def first_sentence(text: str, limit: int) -> str:
+    """The first sentence of `text` (of its first paragraph), cut at a word within `limit`."""
+    paragraph = text.strip().split("\n\n", 1)[0]
+    at = 0
+    for end in _SENTENCE_END.finditer(paragraph):
+        if not paragraph[: end.end()].endswith(_ABBREVIATIONS):
+            at = end.end()
+            break
+    sentence = " ".join((paragraph[:at] if at else paragraph).split())
+    if len(sentence) <= limit:
+        return sentence
+    cut = sentence[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:-(")
+    return cut + "…"
+
+
+def short_schema(schema: Any) -> Any:
+    """`schema` with every description text cut to its first sentence and every `"default": null`
+    dropped; nothing else changes. Walks the schema keywords only, so a property named
+    "description" or "default", a default or an enum value is never taken for one."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for keyword, value in schema.items():
+        if keyword == "default" and value is None:
+            continue
+        if keyword == "description" and isinstance(value, str):
+            out[keyword] = first_sentence(value, PARAMETER_TEXT_LIMIT)
+        elif keyword in SCHEMA_MAPS and isinstance(value, dict):
+            out[keyword] = {name: short_schema(sub) for name, sub in value.items()}
+        elif keyword in SCHEMA_VALUES:
+            out[keyword] = (
+                [short_schema(s) for s in value] if isinstance(value, list) else short_schema(value)
+            )
+        else:
+            out[keyword] = value
+    return out
