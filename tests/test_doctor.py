@@ -104,6 +104,7 @@ def test_a_wrong_memory_key_is_reported_as_rejected(tmp_path: Path) -> None:
         peer.kill()
 
 
+@pytest.mark.git
 def test_a_bank_set_for_a_memory_url_without_a_bank_is_said_to_do_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,7 +16,7 @@ from test_memory import KB_TOOLS, KEY, MEMORY_TOOLS, MemoryUpstream
 
 from kbkit.server.memory.declarations import PARAMETER_TEXT_LIMIT, declared, first_sentence
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.processes]  # the upstream is a forked peer
 
 FIXTURE = Path(__file__).parent / "fixtures" / "hindsight-1.1.0-tools.json"
 UPSTREAM: dict[str, dict[str, Any]] = {tool["name"]: tool for tool in json.loads(FIXTURE.read_text())}
