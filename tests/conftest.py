@@ -20,7 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from peers.launch import Forked, forked_kbkit, stop_forkserver
-from tiers import assign, only_what_the_tier_starts, register, tier_of
+from tiers import Guard, assign, register
 
 T = TypeVar("T")
 
@@ -63,8 +63,12 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(4, os.cpu_count() or 1)
 
 
+GUARD = Guard()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     register(config)
+    GUARD.install()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -89,8 +93,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
     """A test runs with the process starts its tier does not allow refused (tests/tiers.py)."""
-    with only_what_the_tier_starts(item.nodeid, tier_of(item)):
+    with GUARD.running(item):
         return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Iterator[object]:
+    with GUARD.setting_up(fixturedef):
+        return (yield)
+
+
+def pytest_runtest_call(item: pytest.Item) -> None:
+    GUARD.check_fixtures(item)
 
 
 def pytest_sessionfinish() -> None:

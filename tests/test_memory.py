@@ -146,6 +146,7 @@ async def test_with_the_key_the_allowed_memory_tools_sit_beside_the_kb_tools(
     assert KEY not in stderr
 
 
+@pytest.mark.processes
 async def test_a_url_with_no_bank_in_it_serves_the_memory_tools(tmp_path, upstream, monkeypatch) -> None:
     monkeypatch.delenv("HINDSIGHT_API_KEY", raising=False)
     root = memory_project(tmp_path, f"http://127.0.0.1:{upstream.port}/mcp/default/")

@@ -68,44 +68,84 @@ class ProcessStarted(AssertionError):
     """A test started a process its tier does not allow."""
 
 
-@contextmanager
-def only_what_the_tier_starts(nodeid: str, tier: str) -> Iterator[None]:
-    """While the block runs, a process start of a kind above `tier` raises ProcessStarted, naming
-    what was started and the tier the test belongs in."""
-    allowed = RANK[: RANK.index(tier) + 1]
+class Guard:
+    """Watches every way this interpreter starts a process (subprocess, posix_spawn, fork,
+    multiprocessing), installed once per test process.
 
-    def check(started: Callable[..., tuple[str, str]], original: Callable[..., Any]) -> Callable[..., Any]:
-        def guard(*args: Any, **kwargs: Any) -> Any:
-            what, needs = started(*args)
-            if needs not in allowed:
-                raise ProcessStarted(
-                    f"{nodeid} is in the {tier} tier but starts {what}: mark it @pytest.mark.{needs}"
-                )
+    While a test runs, a start above its tier raises ProcessStarted. A fixture that starts
+    something is remembered with what it started, so a test that shares a module's server set up
+    earlier by a test of a higher tier is caught too, whatever the order the tests ran in."""
+
+    def __init__(self) -> None:
+        self.test: tuple[str, str] | None = None
+        """(nodeid, tier) of the test running now."""
+        self.fixtures: list[object] = []
+        """The fixture definitions being set up now, innermost last."""
+        self.started: dict[int, tuple[str, str]] = {}
+        """id(fixture definition) -> (what it started, its tier), the highest tier it needed."""
+
+    def install(self) -> None:
+        def command(args: Any) -> tuple[str, str]:
+            argv = [os.fsdecode(part) for part in args]
+            return " ".join(argv[:3]), kind(argv)
+
+        targets: list[tuple[Any, str, Callable[..., tuple[str, str]]]] = [
+            (subprocess, "_fork_exec", lambda args, *_: command(args)),
+            (_posixsubprocess, "fork_exec", lambda args, *_: command(args)),
+            (os, "posix_spawn", lambda path, args, *_: command(args)),
+            (os, "posix_spawnp", lambda path, args, *_: command(args)),
+            (os, "fork", lambda: ("os.fork()", "processes")),
+            (
+                multiprocessing.process.BaseProcess,
+                "start",
+                lambda process: (f"a multiprocessing child running {process._target}", "processes"),
+            ),
+        ]
+        for owner, name, describe in targets:
+            setattr(owner, name, self._watched(describe, getattr(owner, name)))
+
+    def _watched(self, describe: Callable[..., tuple[str, str]], original: Callable[..., Any]) -> Callable[..., Any]:
+        def start(*args: Any, **kwargs: Any) -> Any:
+            self._starting(*describe(*args))
             return original(*args, **kwargs)
 
-        return guard
+        return start
 
-    def command(args: Any) -> tuple[str, str]:
-        argv = [os.fsdecode(part) for part in args]
-        return " ".join(argv[:3]), kind(argv)
+    def _starting(self, what: str, needs: str) -> None:
+        for fixture in self.fixtures:
+            known = self.started.get(id(fixture))
+            if known is None or RANK.index(needs) > RANK.index(known[1]):
+                self.started[id(fixture)] = (what, needs)
+        if self.test is not None:
+            nodeid, tier = self.test
+            if RANK.index(needs) > RANK.index(tier):
+                raise ProcessStarted(f"{nodeid} is in the {tier} tier but starts {what}: mark it @pytest.mark.{needs}")
 
-    targets: list[tuple[Any, str, Callable[..., tuple[str, str]]]] = [
-        (subprocess, "_fork_exec", lambda args, *_: command(args)),
-        (_posixsubprocess, "fork_exec", lambda args, *_: command(args)),
-        (os, "posix_spawn", lambda path, args, *_: command(args)),
-        (os, "posix_spawnp", lambda path, args, *_: command(args)),
-        (os, "fork", lambda: ("os.fork()", "processes")),
-        (
-            multiprocessing.process.BaseProcess,
-            "start",
-            lambda process: (f"a multiprocessing child running {process._target}", "processes"),
-        ),
-    ]
-    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
-    for (owner, name, started), (_, _, original) in zip(targets, saved, strict=True):
-        setattr(owner, name, check(started, original))
-    try:
-        yield
-    finally:
-        for owner, name, original in saved:
-            setattr(owner, name, original)
+    @contextmanager
+    def running(self, item: pytest.Item) -> Iterator[None]:
+        self.test = (item.nodeid, tier_of(item))
+        try:
+            yield
+        finally:
+            self.test = None
+
+    @contextmanager
+    def setting_up(self, fixture: object) -> Iterator[None]:
+        self.fixtures.append(fixture)
+        try:
+            yield
+        finally:
+            self.fixtures.pop()
+
+    def check_fixtures(self, item: pytest.Item) -> None:
+        """Fail `item` when a fixture it uses started something above its tier, earlier."""
+        tier = tier_of(item)
+        info = getattr(item, "_fixtureinfo", None)
+        for name, definitions in (info.name2fixturedefs.items() if info is not None else ()):
+            for definition in definitions:
+                what, needs = self.started.get(id(definition), ("", FAST))
+                if RANK.index(needs) > RANK.index(tier):
+                    raise ProcessStarted(
+                        f"{item.nodeid} is in the {tier} tier but its fixture {name} starts {what}: "
+                        f"mark it @pytest.mark.{needs}"
+                    )
