@@ -40,15 +40,20 @@ def tokens(tools: list[types.Tool]) -> float:
 
 
 def shape(schema: Any) -> Any:
-    """A schema without its description texts and null defaults: names, types, required, enums,
-    other defaults and nesting."""
+    """A schema without its description texts, null defaults and null as an optional property's
+    second type: names, types, required, enums, other defaults and nesting."""
     if isinstance(schema, dict):
-        return {
+        out = {
             key: shape(value)
             for key, value in schema.items()
             if not (key == "description" and isinstance(value, str))
             and not (key == "default" and value is None)
         }
+        for name, sub in out.get("properties", {}).items():
+            others = [option for option in sub.get("anyOf", []) if option != {"type": "null"}]
+            if name not in schema.get("required", []) and len(others) == 1 and len(sub["anyOf"]) == 2:
+                out["properties"][name] = {**{k: v for k, v in sub.items() if k != "anyOf"}, **others[0]}
+        return out
     if isinstance(schema, list):
         return [shape(value) for value in schema]
     return schema

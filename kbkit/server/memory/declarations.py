@@ -3,9 +3,10 @@ context for the whole session, and memory services write long, persuasive descri
 retain, recall and reflect cost about 1,570 tokens). With `[memory] descriptions = "short"` kbkit
 says what retain, recall and reflect do in a sentence of its own, keeps the first sentence of any
 other tool's description, cuts the input schema's description texts to their first sentence, and
-drops `"default": null` (an optional property's absence says as much) and the upstream's own
-`_meta`. Property names, types, required, enums, other defaults and nesting are kept as they are
-(docs/adr/0025). "upstream" passes the service's declarations on untouched.
+drops `"default": null` and `null` as an optional property's other type (its absence says as
+much), the output schema (kbkit may cut a long reply, which then no longer matches it) and the
+upstream's own `_meta`. Property names, types, required, enums, other defaults and nesting are
+kept as they are (docs/adr/0025). "upstream" passes the service's declarations on untouched.
 """
 
 from __future__ import annotations
@@ -56,7 +57,12 @@ def declared(tool: types.Tool, upstream_name: str, descriptions: str) -> types.T
         return tool
     text = KNOWN_DESCRIPTIONS.get(upstream_name) or first_sentence(tool.description or "", TOOL_TEXT_LIMIT)
     return tool.model_copy(
-        update={"description": text or None, "input_schema": short_schema(tool.input_schema), "meta": None}
+        update={
+            "description": text or None,
+            "input_schema": short_schema(tool.input_schema),
+            "output_schema": None,
+            "meta": None,
+        }
     )
 
 
@@ -75,18 +81,25 @@ def first_sentence(text: str, limit: int) -> str:
     return cut + "…"
 
 
-def short_schema(schema: Any) -> Any:
-    """`schema` with every description text cut to its first sentence and every `"default": null`
-    dropped; nothing else changes. Walks the schema keywords only, so a property named
-    "description" or "default", a default or an enum value is never taken for one."""
+def short_schema(schema: Any, *, optional: bool = False) -> Any:
+    """`schema` with every description text cut to its first sentence, every `"default": null`
+    dropped, and an optional property's `anyOf [T, null]` written as T (leaving it out says "none"
+    as well as null does); names, types, required, enums and nesting stay. Walks the schema
+    keywords only, so a property named "description" or "default", a default or an enum value is
+    never taken for one."""
     if not isinstance(schema, dict):
         return schema
+    if optional:
+        schema = without_null(schema)
     out: dict[str, Any] = {}
+    required = schema.get("required") if isinstance(schema.get("required"), list) else []
     for keyword, value in schema.items():
         if keyword == "default" and value is None:
             continue
         if keyword == "description" and isinstance(value, str):
             out[keyword] = first_sentence(value, PARAMETER_TEXT_LIMIT)
+        elif keyword == "properties" and isinstance(value, dict):
+            out[keyword] = {name: short_schema(sub, optional=name not in required) for name, sub in value.items()}
         elif keyword in SCHEMA_MAPS and isinstance(value, dict):
             out[keyword] = {name: short_schema(sub) for name, sub in value.items()}
         elif keyword in SCHEMA_VALUES:
@@ -96,3 +109,14 @@ def short_schema(schema: Any) -> Any:
         else:
             out[keyword] = value
     return out
+
+
+def without_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """`{"anyOf": [T, {"type": "null"}], ...}` as T with the rest of its keywords; else as it is."""
+    options = schema.get("anyOf")
+    if not (isinstance(options, list) and len(options) == 2 and {"type": "null"} in options):
+        return schema
+    (kept,) = [option for option in options if option != {"type": "null"}]
+    if not isinstance(kept, dict) or set(kept) & (set(schema) - {"anyOf"}):
+        return schema
+    return {**{key: value for key, value in schema.items() if key != "anyOf"}, **kept}
