@@ -99,7 +99,9 @@ def short_schema(schema: Any, *, optional: bool = False) -> Any:
         if keyword == "description" and isinstance(value, str):
             out[keyword] = first_sentence(value, PARAMETER_TEXT_LIMIT)
         elif keyword == "properties" and isinstance(value, dict):
-            out[keyword] = {name: short_schema(sub, optional=name not in required) for name, sub in value.items()}
+            out[keyword] = {
+                name: short_schema(sub, optional=name not in required) for name, sub in value.items()
+            }
         elif keyword in SCHEMA_MAPS and isinstance(value, dict):
             out[keyword] = {name: short_schema(sub) for name, sub in value.items()}
         elif keyword in SCHEMA_VALUES:
