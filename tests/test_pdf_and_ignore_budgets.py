@@ -15,7 +15,14 @@ import pytest
 from conftest import SAMPLE_DOCS, forked_kbkit, make_project, serve_stdio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from peers.hostile import backtracking_kbignore, backtracking_names, form_bomb_pdf, text_pdf
+from peers.hostile import (
+    backtracking_kbignore,
+    backtracking_names,
+    form_bomb_pdf,
+    many_operators_pdf,
+    repeated_form_pdf,
+    text_pdf,
+)
 
 from kbkit.errors import ConfigError, DocumentRefused, KbkitError
 from kbkit.kb import ignore, parsers
@@ -119,6 +126,26 @@ def test_extraction_stops_inside_a_page_once_its_cpu_budget_is_spent(
     )
     parse_pdf(form_bomb_pdf(10))
     assert visited.count(b"Do") == 10  # the budget is checked at every operator, forms included
+
+
+def test_one_form_drawn_600000_times_across_120_pages_is_skipped_once_the_draw_budget_is_spent(
+    pages_read: list[int],
+) -> None:
+    bomb = repeated_form_pdf(pages=120, draws_per_page=5_000)  # each page at pypdf's own per-page cap
+    assert len(bomb) < 2 * 1024
+    with pytest.raises(DocumentRefused, match="draws forms or images over 10,000 times") as refused:
+        parse_pdf(bomb)
+    assert refused.value.reason == "over-budget"
+    assert len(pages_read) == 3  # 10,000 draws are two pages' worth: stopped on the third
+
+
+def test_a_form_of_many_cheap_operators_drawn_again_is_skipped_once_the_operator_budget_is_spent(
+    pages_read: list[int],
+) -> None:
+    with pytest.raises(DocumentRefused, match="over 1,000,000 content operators") as refused:
+        parse_pdf(many_operators_pdf(operators=100_000, draws=20))  # 2,000,000 operators, 20 draws
+    assert refused.value.reason == "over-budget"
+    assert len(pages_read) == 1
 
 
 def test_pdfs_within_every_budget_are_read_whole() -> None:
