@@ -37,7 +37,7 @@ def repeated_form_pdf(pages: int = 120, draws_per_page: int = 5_000) -> bytes:
     )
 
 
-def many_operators_pdf(operators: int = 100_000, draws: int = 20) -> bytes:
+def many_operators_pdf(operators: int, draws: int) -> bytes:
     """One page drawing `draws` times a form of `operators` path operators (`0 0 m`); the form has
     a font, since pypdf reads no form without resources."""
     form = zlib.compress(b"0 0 m\n" * operators, 9)
