@@ -6,6 +6,8 @@ Each case runs in its own process, so its time and peak memory (the process's ma
   tests/peers/hostile.py builds it). "before" is the extraction as it was (pypdf's defaults,
   `page.extract_text()`), with its text then written to an FTS5 table as the indexer did;
   "after" is `kbkit index` on a project holding the file, under kbkit's PDF budgets.
+- repeated form: 120 pages (one page object listed 120 times) each drawing one form 5,000 times,
+  600,000 renderings in 1.5 KB, each stream within its budgets; `kbkit index` on it.
 - backtracking `.kbignore`: `**/a*a*...(15)b.md` over `--files` names of 24 `a`s (3,000).
   "before" matches them with pathspec's Python-regex backend (what kbkit used), stopped at
   `--limit` seconds and extrapolated from the files done; "after" is `kbkit index` (RE2).
@@ -28,7 +30,12 @@ from pathlib import Path
 from _util import PROJECT_ROOT, MachineWatch, print_table, write_project
 
 sys.path.insert(0, str(PROJECT_ROOT / "tests"))
-from peers.hostile import backtracking_kbignore, backtracking_names, form_bomb_pdf  # noqa: E402
+from peers.hostile import (  # noqa: E402
+    backtracking_kbignore,
+    backtracking_names,
+    form_bomb_pdf,
+    repeated_form_pdf,
+)
 
 KBKIT = str(Path(sys.executable).parent / "kbkit")
 
@@ -110,6 +117,21 @@ def main() -> None:
         rows.append(
             [
                 "",
+                "after (kbkit budgets)",
+                f"{seconds:.1f} s",
+                f"{peak:.0f} MB",
+                f"{size_mb(project / '.kbkit'):.2f} MB",
+                reason[:90],
+            ]
+        )
+
+        repeated = repeated_form_pdf()
+        (project / "docs" / "bomb.pdf").write_bytes(repeated)
+        seconds, peak, out, _ = run([KBKIT, "index", "--root", str(project), "--skipped"])
+        reason = next((line.strip() for line in out.splitlines() if "skipped bomb.pdf" in line), out.strip())
+        rows.append(
+            [
+                f"PDF repeated form ({len(repeated) / 1024:.1f} KB, 600,000 draws over 120 pages)",
                 "after (kbkit budgets)",
                 f"{seconds:.1f} s",
                 f"{peak:.0f} MB",

@@ -15,7 +15,14 @@ import pytest
 from conftest import SAMPLE_DOCS, forked_kbkit, make_project, serve_stdio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from peers.hostile import backtracking_kbignore, backtracking_names, form_bomb_pdf, text_pdf
+from peers.hostile import (
+    backtracking_kbignore,
+    backtracking_names,
+    form_bomb_pdf,
+    many_operators_pdf,
+    repeated_form_pdf,
+    text_pdf,
+)
 
 from kbkit.errors import ConfigError, DocumentRefused, KbkitError
 from kbkit.kb import ignore, parsers
@@ -121,6 +128,45 @@ def test_extraction_stops_inside_a_page_once_its_cpu_budget_is_spent(
     )
     parse_pdf(form_bomb_pdf(10))
     assert visited.count(b"Do") == 10  # the budget is checked at every operator, forms included
+
+
+def test_one_form_drawn_600000_times_across_120_pages_is_skipped_once_the_draw_budget_is_spent(
+    pages_read: list[int],
+) -> None:
+    bomb = repeated_form_pdf(pages=120, draws_per_page=5_000)  # pypdf's default cap of forms per page
+    assert len(bomb) < 2 * 1024
+    with pytest.raises(DocumentRefused, match="draws forms or images over 10,000 times") as refused:
+        parse_pdf(bomb)
+    assert refused.value.reason == "over-budget"
+    assert len(pages_read) == 3  # 10,000 draws are two pages' worth: stopped on the third
+
+
+def test_a_form_drawn_again_counts_its_operators_again_against_the_operator_budget(
+    monkeypatch: pytest.MonkeyPatch, pages_read: list[int]
+) -> None:
+    monkeypatch.setattr(parsers, "PDF_MAX_OPERATORS", 1_000)
+    parse_pdf(many_operators_pdf(operators=400, draws=2))  # 2 + 2 x 400 operators: within
+    with pytest.raises(DocumentRefused, match="over 1,000 content operators") as refused:
+        parse_pdf(many_operators_pdf(operators=400, draws=3))  # 3 + 3 x 400: over, in the third draw
+    assert refused.value.reason == "over-budget"
+    assert len(pages_read) == 2
+
+
+def test_a_form_over_the_operation_budget_is_refused_at_its_first_draw_not_parsed_again_at_each(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    budgets: list[parsers._PdfBudget] = []
+
+    class Recorded(parsers._PdfBudget):
+        def __init__(self) -> None:
+            super().__init__()
+            budgets.append(self)
+
+    monkeypatch.setattr(parsers, "_PdfBudget", Recorded)
+    with pytest.raises(DocumentRefused, match="a form in the PDF is over kbkit's parsing budget") as refused:
+        parse_pdf(many_operators_pdf(operators=100_000, draws=20))  # 300,000 tokens: over 250,000
+    assert refused.value.reason == "over-budget"
+    assert [budget.draws for budget in budgets] == [1]
 
 
 def test_pdfs_within_every_budget_are_read_whole() -> None:

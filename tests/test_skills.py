@@ -93,10 +93,50 @@ def test_a_git_skill_is_pinned_to_the_commit_in_ref_and_keeps_what_was_asked(
     add(load_settings(root), str(source), skills=["review-rules"], ref=ref)
     entry = json.loads((root / "skills-lock.json").read_text())["skills"]["review-rules"]
     assert entry["sourceType"] == "git" and entry["ref"] == head
-    assert entry.get("requestedRef") == (None if ref_kind == "commit" else ref)
+    assert "requestedRef" not in entry  # npx would drop it: kbkit.toml keeps what was asked
+    assert load_settings(root).skills.refs.get("review-rules") == (None if ref_kind == "commit" else ref)
     assert entry["skillPath"] == "skills/review-rules/SKILL.md"
     assert entry["computedHash"] == folder_hash(source / "skills" / "review-rules")
     assert (root / ".claude/skills/review-rules/SKILL.md").exists()
+
+
+def test_what_was_asked_goes_in_kbkit_toml_beside_its_comments_and_leaves_with_the_skill(
+    tmp_path: Path,
+) -> None:
+    source = skill_repo(tmp_path)
+    root = new_project(tmp_path)
+    (root / "kbkit.toml").write_text("# the team's settings\n" + (root / "kbkit.toml").read_text())
+    add(load_settings(root), str(source), skills=["review-rules", "deploy-checklist"], ref="main")
+    assert load_settings(root).skills.refs == {"review-rules": "main", "deploy-checklist": "main"}
+    assert (root / "kbkit.toml").read_text().startswith("# the team's settings\n")
+    add(load_settings(root), str(source), skills=["review-rules"])  # again, at the default branch
+    remove(load_settings(root), "deploy-checklist")
+    assert load_settings(root).skills.refs == {}
+    assert "refs" not in (root / "kbkit.toml").read_text()
+
+
+def test_a_lock_an_older_kbkit_wrote_with_requested_ref_is_read_and_moved_out_on_write(
+    tmp_path: Path,
+) -> None:
+    source = skill_repo(tmp_path)
+    root = new_project(tmp_path)
+    write_skill(root / "skill-sources" / "kb-usage")
+    add(load_settings(root), "skill-sources/kb-usage")
+    config = (root / "kbkit.toml").read_text()
+    add(load_settings(root), str(source), skills=["review-rules"], ref="v1")
+    (root / "kbkit.toml").write_text(config)  # as an older kbkit left it: the ask in the lock
+    lock = json.loads((root / "skills-lock.json").read_text())
+    lock["skills"]["review-rules"]["requestedRef"] = "v1"
+    (root / "skills-lock.json").write_text(json.dumps(lock, indent=2) + "\n")
+    (source / "skills/review-rules/SKILL.md").write_text(
+        "---\nname: review-rules\ndescription: On main.\n---\n"
+    )
+    commit_all(source, "main moves on")
+    assert install(load_settings(root)).refused == []  # readable as it is; nothing rewritten
+    update(load_settings(root))
+    assert read_lock(root).entries()["review-rules"].commit == git("rev-parse", "v1", cwd=source)
+    assert "requestedRef" not in (root / "skills-lock.json").read_text()
+    assert load_settings(root).skills.refs == {"review-rules": "v1"}
 
 
 @pytest.mark.processes

@@ -1,11 +1,14 @@
 """The path order of the shared hash, checked against the real `localeCompare` of the Node that
-`npx skills` runs on, over a large generated table of names."""
+`npx skills` runs on, over a large generated table of names, and against a hand-written UCA order
+in child processes under each locale of the machine."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
+import sys
 
 import pytest
 from skills_helpers import require_node
@@ -87,13 +90,61 @@ def test_ascii_names_match_node_exactly_and_need_no_collation_table() -> None:
     assert ours == sorted(names, key=lambda n: (_collator()(n), n))  # the fast path is the same order
 
 
-def test_the_order_is_the_same_under_every_locale_of_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    names = ["SKILL.md", "ä.md", "z.md", "a.md", "Z.md", "é.md", "f.md", "ch.md", "d.md"]
-    expected = sorted_paths(names)
-    for locale in ("C", "sv_SE.UTF-8", "tr_TR.UTF-8", "de_DE.UTF-8"):
-        monkeypatch.setenv("LC_ALL", locale)
-        assert sorted_paths(names) == expected
-    assert expected == ["a.md", "ä.md", "ch.md", "d.md", "é.md", "f.md", "SKILL.md", "z.md", "Z.md"]
+NAMES_UCA_ORDERS_APART = [
+    "_x.md", "-x.md", "10.md", "9.md", "a.md", "A.md", "ä.md", "Ä.md", "B.md", "ch.md", "e.md", "é.md",
+    "f.md", "references/notes.md", "SKILL.md", "x.md", "z.md", "Z.md",
+]  # fmt: skip
+"""In UCA order (root collation, docs/adr/0014), written out by hand: punctuation before digits before
+letters, digits one by one, accents after the plain letter and case after accents, upper after
+lower. Code points would put `-` before digits, upper case before lower, `_` after `Z`, accented
+letters after `z`."""
+
+_CHILD = """
+import json, locale, sys
+locale.setlocale(locale.LC_ALL, "")  # take the locale from the environment, as any program does
+from kbkit.skills.collation import sorted_paths
+names = json.loads(sys.stdin.read())
+print(json.dumps({
+    "collate": locale.setlocale(locale.LC_COLLATE),
+    "ours": sorted_paths(names),
+    "locale's own": sorted(names, key=locale.strxfrm),
+}))
+"""
+
+
+def machine_locales() -> list[str]:
+    """Every locale `locale -a` lists (C.UTF-8 at least, which every glibc has)."""
+    listed = subprocess.run(["locale", "-a"], capture_output=True, text=True, check=False).stdout.split()
+    return list(dict.fromkeys(["C.UTF-8", *listed]))
+
+
+def order_in_a_child(names: list[str], locale: str) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LC_") and k not in ("LANG", "LANGUAGE")}
+    env.update(LANG=locale, LC_ALL=locale)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD], input=json.dumps(names), capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def test_the_expected_order_is_not_code_point_order() -> None:
+    assert sorted(NAMES_UCA_ORDERS_APART) != NAMES_UCA_ORDERS_APART
+
+
+@pytest.mark.processes
+def test_the_order_is_the_same_under_every_locale_of_the_machine() -> None:
+    names = list(reversed(NAMES_UCA_ORDERS_APART))
+    seen = {}
+    for locale in machine_locales():
+        child = order_in_a_child(names, locale)
+        assert child["ours"] == NAMES_UCA_ORDERS_APART, f"under {locale}"
+        seen[locale] = child["collate"]
+    assert "C.UTF-8" in seen, seen
+    # The children did run under their locale: C collates by code point, and the hash does not.
+    c_locale = order_in_a_child(names, "C")
+    assert c_locale["collate"] == "C" and c_locale["locale's own"] == sorted(names)
 
 
 def test_the_documented_ascii_rules() -> None:

@@ -81,15 +81,13 @@ def test_kbkit_add_then_npx_experimental_install_then_kbkit_check(tmp_path: Path
     settings = load_settings(root)
     add(settings, "./skill-sources/kb-usage")
     add(settings, "acme/skills@v1", skills=["lint-rules"])
-    before = json.loads((root / "skills-lock.json").read_text())
-    assert before["skills"]["lint-rules"]["requestedRef"] == "v1"
+    before = (root / "skills-lock.json").read_bytes()
+    assert json.loads(before)["skills"]["lint-rules"]["ref"] == git("rev-parse", "v1", cwd=work)
     for name in ("kb-usage", "lint-rules"):
         (root / ".agents/skills" / name / "SKILL.md").unlink()  # as after a fresh clone: nothing installed
     result = npx_skills(root, "experimental_install", "-y", home=tmp_path / "h")
     assert result.returncode == 0, result.stdout + result.stderr
-    after = json.loads((root / "skills-lock.json").read_text())
-    del before["skills"]["lint-rules"]["requestedRef"]  # npx keeps only the keys it knows
-    assert after == before  # same hashes, the same pinned commit in ref
+    assert (root / "skills-lock.json").read_bytes() == before  # npx rewrote it to the same bytes
     assert check(load_settings(root)).problems == []
     assert kbkit("skills", "check", root=root).returncode == 0
 
@@ -182,3 +180,43 @@ def test_npx_update_check_and_list_read_kbkit_entries_and_change_nothing(
     listed = npx_skills(root, "list", home=tmp_path / "h")
     assert "lint-rules" in listed.stdout and "acme/skills" in listed.stdout
     assert (root / "skills-lock.json").read_text() == before
+
+
+def test_npx_add_at_a_tag_then_kbkit_install_leaves_the_lock_byte_for_byte(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    github.repo("acme/skills", {"skills/lint-rules": "lint-rules", "skills/deploy": "deploy"})
+    root = new_project(tmp_path)
+    write_skill(root / "skill-sources" / "kb-usage")
+    for source in ("acme/skills#v1", "./skill-sources/kb-usage"):
+        result = npx_skills(
+            root, "add", source, "--skill", "*", "-y", "--agent", "claude-code", home=tmp_path / "h"
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    written = (root / "skills-lock.json").read_bytes()
+    assert json.loads(written)["skills"]["lint-rules"]["ref"] == "v1"
+    result = kbkit("skills", "install", root=root)
+    assert result.returncode == 0, result.stderr
+    assert (root / "skills-lock.json").read_bytes() == written
+    assert kbkit("skills", "check", root=root).returncode == 0
+
+
+def test_after_npx_rewrites_the_lock_kbkit_update_still_follows_the_tag_that_was_asked_for(
+    tmp_path: Path, github: FakeGitHub
+) -> None:
+    work = github.repo("acme/skills", {"skills/lint-rules": "lint-rules"})
+    tagged = git("rev-parse", "v1", cwd=work)
+    root = new_project(tmp_path)
+    add(load_settings(root), "acme/skills@v1", skills=["lint-rules"])
+    (root / ".agents/skills/lint-rules/SKILL.md").unlink()
+    result = npx_skills(root, "experimental_install", "-y", home=tmp_path / "h")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (work / "skills/lint-rules/references/notes.md").write_text("# Newer notes on main\n")
+    commit_all(work, "main moves on")
+    github.push(work, "main")
+    assert kbkit("skills", "update", root=root).returncode == 0
+    assert read_lock(root).entries()["lint-rules"].commit == tagged  # still v1, not main
+    git("tag", "-f", "v1", cwd=work)
+    github.push(work, "main", "--tags")
+    assert kbkit("skills", "update", root=root).returncode == 0
+    assert read_lock(root).entries()["lint-rules"].commit == git("rev-parse", "HEAD", cwd=work)

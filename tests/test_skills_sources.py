@@ -136,7 +136,7 @@ def test_a_tag_is_kept_as_requested_and_update_follows_it(tmp_path: Path, github
     root = new_project(tmp_path)
     settings = load_settings(root)
     add(settings, "acme/skills@v1")
-    assert read_lock(root).entries()["lint-rules"].requested_ref == "v1"
+    assert load_settings(root).skills.refs == {"lint-rules": "v1"}
     (work / "skills/lint-rules/references/notes.md").write_text("# Newer notes\n")
     second = commit_all(work, "two")
     git("tag", "-f", "v1", cwd=work)

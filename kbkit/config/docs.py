@@ -25,6 +25,10 @@ TABLE_END = "<!-- config-keys:end -->"
 
 
 def toml_value(value: Any) -> str:
+    if isinstance(value, dict):  # one line, as a key's value (not a table of its own)
+        table = tomlkit.inline_table()
+        table.update(value)
+        return str(table.as_string())
     return str(tomlkit.item(list(value) if isinstance(value, tuple) else value).as_string())
 
 
@@ -32,7 +36,7 @@ def key_table() -> str:
     """README's table of every key (between TABLE_START and TABLE_END)."""
     rows = ["| key | default | meaning |", "| --- | --- | --- |"]
     for doc in key_docs():
-        default = f"`{toml_value(doc.default)}`" if doc.default not in ("", ()) else "none"
+        default = f"`{toml_value(doc.default)}`" if doc.default not in ("", (), {}) else "none"
         meaning = doc.doc + (f" (e.g. `{toml_value(doc.example)}`)" if doc.example is not None else "")
         rows.append(f"| `[{doc.section}] {doc.name}` | {default} | {meaning} |")
     return "\n".join(rows) + "\n"

@@ -248,6 +248,11 @@ class Skills(Section):
     mode: Literal["symlink", "copy"] = key(
         "symlink", "how agent folders get a skill: symlink (relative) or copy"
     )
+    refs: dict[StrictStr, Text] = key(
+        {},
+        "the branch or tag `kbkit skills update` follows, per git skill (the lock pins the commit)",
+        example={"lint-rules": "v1"},
+    )
 
 
 class Memory(Section):

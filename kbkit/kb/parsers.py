@@ -11,10 +11,11 @@ import functools
 import io
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.errors import DocumentRefused
@@ -265,25 +266,37 @@ def parse_pdf(data: bytes) -> ParsedText:
 
 
 # -- PDF budgets ------------------------------------------------------------------------------
-# A PDF is a program: a 6 KB file can ask for 600,000 form drawings. These bound what one file may
-# cost; over any of them it is skipped with reason "over-budget" (docs/adr/0018).
+# A PDF is a program: a 2 KB file can ask for 600,000 form drawings. These bound what one file may
+# cost; over any of them it is skipped with reason "over-budget" (docs/adr/0018). The draw and
+# operator budgets are counts, so a bomb stops at the same point on any machine and within a few
+# seconds; the CPU budget is the backstop that keeps any one file within 20 s.
 
 PDF_MAX_PAGES = 2_000
 """More pages than this: skipped before any page is read."""
 PDF_MAX_TEXT_CHARS = 16 * 1024 * 1024
 """Extracted text beyond this (all pages together): skipped, extraction stops there."""
-PDF_CPU_SECONDS = 30.0
-"""CPU time (this thread's) one extraction may take; checked before every content operator."""
+PDF_MAX_DRAWS = 10_000
+"""`Do` operators (a form or an image drawn) in the whole file, forms' own included: each form
+drawn is its content extracted again, so one form drawn over and over is the cheapest bomb."""
+PDF_MAX_OPERATORS = 1_000_000
+"""Content operators in the whole file, forms' own counted each time a form is drawn."""
+PDF_CPU_SECONDS = 15.0
+"""CPU time (this thread's) one extraction may take; checked before every content operator. With
+reading the file and the one stream parse that runs before any check, a file stays within 20 s."""
 
 
 class _PypdfLimits(TypedDict):
     stream_parsing_work_maximum_count: int
     zlib_maximum_output_length: int
+    xform_maximum_invocations_per_extraction: int
 
 
 PDF_PYPDF_LIMITS: _PypdfLimits = {
     "stream_parsing_work_maximum_count": 250_000,  # content operations per stream (pypdf: 2,000,000)
     "zlib_maximum_output_length": 32 * 1024 * 1024,  # bytes one compressed stream may expand to
+    # forms drawn per page (pypdf: 5,000, past which it leaves their text out without failing):
+    # above kbkit's draw budget, so a file is skipped whole rather than indexed in part
+    "xform_maximum_invocations_per_extraction": PDF_MAX_DRAWS + 1,
 }
 """pypdf's own limits, tightened: they bound the work it does before kbkit's checks can run."""
 
@@ -294,27 +307,94 @@ def pdf_pages_within_budget(reader: pypdf.PdfReader) -> list[str]:
         raise DocumentRefused(
             "over-budget", f"the PDF has {len(reader.pages)} pages, over the {PDF_MAX_PAGES}-page budget"
         )
-    started = time.thread_time()
+    _watch_forms_left_out()
+    _extraction.budget = budget = _PdfBudget()
+    try:
+        return _pages_text(reader, budget)
+    finally:
+        _extraction.budget = None
 
-    def on_operator(*_: object) -> None:
-        if time.thread_time() - started > PDF_CPU_SECONDS:
-            raise DocumentRefused(
-                "over-budget", f"extracting the PDF's text took over {PDF_CPU_SECONDS:.0f} s; stopped"
-            )
 
+def _pages_text(reader: pypdf.PdfReader, budget: _PdfBudget) -> list[str]:
     pages: list[str] = []
     total = 0
     for page in reader.pages:
-        on_operator()
-        text = page.extract_text(visitor_operand_before=on_operator) or ""
+        budget.check()  # before each page too, even one with no operator
+        text = page.extract_text(visitor_operand_before=budget.on_operator) or ""
+        budget.check()  # a refusal raised inside a form, which pypdf swallowed and read on
         total += len(text)
         if total > PDF_MAX_TEXT_CHARS:
-            raise DocumentRefused(
-                "over-budget",
-                f"the PDF's text is over {PDF_MAX_TEXT_CHARS // (1024 * 1024)} MiB by page {len(pages) + 1}",
-            )
+            mib = PDF_MAX_TEXT_CHARS // (1024 * 1024)
+            raise DocumentRefused("over-budget", f"the PDF's text is over {mib} MiB by page {len(pages) + 1}")
         pages.append(text)
     return pages
+
+
+class _PdfBudget:
+    """The work one PDF's text extraction has done, against the budgets above. A refusal is kept:
+    pypdf catches what is raised while it reads a form, leaves that form out and reads on."""
+
+    def __init__(self) -> None:
+        self.started = time.thread_time()
+        self.operators = 0
+        self.draws = 0
+        self.refused: DocumentRefused | None = None
+
+    def refuse(self, reason: str) -> NoReturn:
+        self.refused = self.refused or DocumentRefused("over-budget", reason)
+        raise self.refused
+
+    def check(self) -> None:
+        if self.refused is not None:
+            raise self.refused
+        if time.thread_time() - self.started > PDF_CPU_SECONDS:
+            self.refuse(f"extracting the PDF's text took over {PDF_CPU_SECONDS:.0f} s; stopped")
+
+    def on_operator(self, operator: bytes, *_: object) -> None:
+        self.operators += 1
+        self.draws += operator == b"Do"
+        if self.draws > PDF_MAX_DRAWS:
+            self.refuse(
+                f"the PDF draws forms or images over {PDF_MAX_DRAWS:,} times (one form drawn over and "
+                "over is a bomb); split it or convert it to text"
+            )
+        if self.operators > PDF_MAX_OPERATORS:
+            self.refuse(
+                f"the PDF's pages run over {PDF_MAX_OPERATORS:,} content operators (forms counted each "
+                "time they are drawn); split it or convert it to text"
+            )
+        self.check()
+
+
+_extraction = threading.local()
+"""`budget`: the _PdfBudget of the extraction running in this thread, if any."""
+
+
+class _FormsLeftOut(logging.Handler):
+    """pypdf logs a form it could not read and leaves its text out. One over a pypdf limit (a
+    content stream over the operation budget, parsed again at every draw) makes the extraction
+    in this thread refuse the file, instead of spending its CPU budget and indexing the rest."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        import pypdf
+
+        budget = getattr(_extraction, "budget", None)
+        failure = record.args.get("exception") if isinstance(record.args, dict) else None
+        if budget is not None and isinstance(failure, pypdf.errors.LimitReachedError):
+            budget.refuse(
+                f"a form in the PDF is over kbkit's parsing budget ({failure}); "
+                "split it or convert it to text"
+            )
+
+
+@functools.cache
+def _watch_forms_left_out() -> None:
+    """pypdf's text extraction reports the forms it leaves out on this logger (kept off the
+    console, as all of pypdf's warnings)."""
+    logger = logging.getLogger("pypdf._page")
+    logger.addHandler(_FormsLeftOut(logging.WARNING))
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False
 
 
 EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {

@@ -19,7 +19,7 @@ from pathlib import Path
 from kbkit.catalog.agents import AGENTS, CANONICAL_SKILL_DIR
 from kbkit.config import STATE_DIR, Settings
 from kbkit.errors import KbkitError
-from kbkit.skills import files
+from kbkit.skills import files, refs
 from kbkit.skills.files import Tree
 from kbkit.skills.lock import Lock, LockEntry, read_lock
 from kbkit.skills.sources import Fetched, Found, Source, discover, fetch, parse_source, source_of
@@ -122,11 +122,14 @@ def install(
     lock = read_lock(root)
     report = SkillsReport(skipped=[str(item) for item in lock.unusable()])
     wanted = set(only) if only is not None else None
+    asked: dict[str, str] = {}
+    asked_for = refs.followed(root) if update else {}
     for name, entry in lock.entries().items():
         if wanted is not None and name not in wanted:
             continue
+        follow = _followed(entry, asked_for) if update else None
         try:
-            tree, commit, skill_path = _fetch_entry(entry, root, update=update)
+            tree, commit, skill_path = _fetch_entry(entry, root, update=update, follow=follow)
         except SkillError as exc:
             report.problems.append(f"{name}: {exc}")
             continue
@@ -136,7 +139,7 @@ def install(
             report.refused.append(_mismatch(name, entry, tree, root))
             continue
         if digest != entry.computed_hash or moved:
-            report.changes.append(_describe_change(entry, digest, commit))
+            report.changes.append(_describe_change(entry, digest, commit, follow))
             lock.put(
                 LockEntry(
                     name,
@@ -146,9 +149,10 @@ def install(
                     commit or entry.ref,
                     skill_path,
                     entry.source_url,
-                    entry.requested_ref,
                 )  # fmt: skip
             )
+            if follow is not None and follow != commit:
+                asked[name] = follow  # an npx entry's `ref` becomes the commit: kbkit.toml keeps the ask
         try:
             report.backups += _place(scope, name, tree, digest, entry.computed_hash)
         except SkillError as exc:
@@ -156,7 +160,7 @@ def install(
             continue
         report.installed.append(name)
     if update:
-        lock.write()
+        _save(root, lock, found=asked)
     if global_:
         return report  # the user's folders hold skills of other projects and tools: none is pruned
     if wanted is None:
@@ -244,7 +248,8 @@ def add(
         warnings = offered.warnings
         for item in picked:
             lock.put(_entry_for(parsed, item, fetched.commit))
-    lock.write()
+    asked = parsed.ref if parsed.kind != "local" and parsed.ref != fetched.commit else None
+    _save(root, lock, {item.skill.name: asked for item in picked})
     report = install(settings, only=[item.skill.name for item in picked])
     report.warnings = warnings + report.warnings
     return report
@@ -279,7 +284,7 @@ def remove(settings: Settings, name: str) -> SkillsReport:
         raise SkillError(f"no skill named {name!r} in skills-lock.json; `kbkit skills list` shows them")
     entry = lock.entries().get(name)
     lock.drop(name)
-    lock.write()
+    _save(settings.root, lock, {name: None})
     report = SkillsReport(removed=[name])
     report.backups = _remove_installed(scope_of(settings), name, entry.computed_hash if entry else None)
     return report
@@ -309,16 +314,43 @@ def migrate(settings: Settings) -> SkillsReport:
             LockEntry(name, f"./{SOURCE_DIR}/{folder}", "local", entry.computed_hash, None, None, None, None)
         )
         report.changes.append(f"{name}: ./{rel} -> ./{SOURCE_DIR}/{folder}")
-    lock.write()
+    _save(root, lock)
     return report
 
 
-def _fetch_entry(entry: LockEntry, root: Path, *, update: bool) -> tuple[Tree, str | None, str | None]:
-    """The entry's skill folder as the source has it now: (tree, commit, skillPath)."""
+def _save(
+    root: Path,
+    lock: Lock,
+    changes: dict[str, str | None] | None = None,
+    *,
+    found: dict[str, str] | None = None,
+) -> None:
+    """Record what each skill follows in kbkit.toml (an older lock's `requestedRef` moves there),
+    then write the lock with npx's keys only: kbkit.toml first, so a refused edit loses nothing."""
+    refs.record(root, changes or {}, found={**lock.requested_refs(), **(found or {})})
+    lock.write()
+
+
+def _followed(entry: LockEntry, configured: dict[str, str]) -> str | None:
+    """The branch or tag `update` fetches: kbkit.toml's, an older lock's, or npx's own `ref`;
+    None follows the default branch."""
+    if entry.source_type == "local":
+        return None
+    return (
+        configured.get(entry.name)
+        or entry.requested_ref
+        or (entry.ref if entry.ref and not entry.commit else None)
+    )
+
+
+def _fetch_entry(
+    entry: LockEntry, root: Path, *, update: bool, follow: str | None
+) -> tuple[Tree, str | None, str | None]:
+    """The entry's skill folder as the source has it now: (tree, commit, skillPath). An update
+    fetches `follow` (None: the default branch) instead of the pinned commit."""
     source = source_of(entry)
     if update and source.kind != "local":
-        wanted = entry.requested_ref or (entry.ref if entry.ref and not entry.commit else None)
-        source = type(source)(source.kind, source.location, source.url, None, wanted)
+        source = type(source)(source.kind, source.location, source.url, None, follow)
     with fetch(source, root) as fetched:
         folder = _folder_of(entry)
         tree = fetched.tree(folder)
@@ -344,9 +376,8 @@ def _entry_for(source: Source, found: Found, commit: str | None) -> LockEntry:
     if source.kind == "local":
         location = source.location if not found.folder else f"{source.location.rstrip('/')}/{found.folder}"
         return LockEntry(name, location, "local", digest)
-    requested = source.ref if source.ref and source.ref != commit else None
     url = source.url if source.kind == "git" else None
-    return LockEntry(name, source.location, source.kind, digest, commit, found.skill_path, url, requested)
+    return LockEntry(name, source.location, source.kind, digest, commit, found.skill_path, url)
 
 
 def _pick(found: list[Found], chosen: list[str], all_skills: bool, shown: str) -> list[Found]:
@@ -517,8 +548,8 @@ def _differing(a: Tree, b: Tree) -> list[str]:
     )
 
 
-def _describe_change(entry: LockEntry, digest: str, commit: str | None) -> str:
+def _describe_change(entry: LockEntry, digest: str, commit: str | None, follow: str | None) -> str:
     change = f"{entry.name}: {entry.computed_hash[:12]} -> {digest[:12]}"
     if commit and entry.commit and commit != entry.commit:
-        change += f" ({entry.requested_ref or 'HEAD'}: {entry.commit[:12]} -> {commit[:12]})"
+        change += f" ({follow or 'HEAD'}: {entry.commit[:12]} -> {commit[:12]})"
     return change

@@ -3,10 +3,11 @@
 kbkit rewrites the lock the way `npx skills` does (skills by name, two-space indent, a trailing
 newline, non-ASCII as UTF-8) and keeps what it does not know: unknown keys, their order, and
 entries it cannot use. An entry kbkit writes has npx's keys in npx's order:
-`source`, `sourceUrl` (generic git), `ref`, `sourceType`, `skillPath`, `computedHash`; for a git or
-GitHub source `ref` is the full commit id (both tools fetch exactly that commit), and the branch
-or tag asked for is kept in `requestedRef` (npx drops it when it rewrites the entry; `update`
-then follows the default branch).
+`source`, `sourceUrl` (generic git), `ref`, `sourceType`, `skillPath`, `computedHash`, and no
+other: npx rebuilds each entry from exactly these when it rewrites the lock, so either tool leaves
+the other's lock byte for byte. For a git or GitHub source `ref` is the full commit id (both tools
+fetch exactly that commit); the branch or tag asked for is kbkit.toml's (kbkit/skills/refs.py).
+Locks kbkit wrote before kept it here as `requestedRef`: it is read, and moved out on write.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class LockEntry:
     skill_path: str | None = None
     source_url: str | None = None
     requested_ref: str | None = None
+    """Read from an older kbkit's `requestedRef` only; never written (kbkit.toml keeps it now)."""
 
     @property
     def commit(self) -> str | None:
@@ -52,7 +54,6 @@ class LockEntry:
             "sourceType": self.source_type,
             "skillPath": self.skill_path,
             "computedHash": self.computed_hash,
-            "requestedRef": self.requested_ref,
         }
         return {key: value for key, value in data.items() if value is not None}
 
@@ -109,19 +110,28 @@ class Lock:
             merged.update({key: value for key, value in new.items() if key not in merged})
             self.skills[entry.name] = merged
         else:
-            self.skills[entry.name] = {key: new[key] for key in (*_KEY_ORDER, "requestedRef") if key in new}
+            self.skills[entry.name] = {key: new[key] for key in _KEY_ORDER if key in new}
 
     def drop(self, name: str) -> None:
         del self.skills[name]
 
+    def requested_refs(self) -> dict[str, str]:
+        """The ref each entry an older kbkit wrote was asked at (`write` drops its `requestedRef`)."""
+        return {name: entry.requested_ref for name, entry in self.entries().items() if entry.requested_ref}
+
     def write(self) -> bool:
+        """Write the lock as npx writes it; older kbkit's `requestedRef` goes (record it first)."""
+        for item in self.skills.values():
+            if isinstance(item, dict):
+                item.pop(_LEGACY_REQUESTED, None)
         skills = {name: self.skills[name] for name in sorted(self.skills, key=_js_order)}
         data = {"version": self.raw.get("version", LOCK_VERSION), "skills": skills}
         data.update({key: value for key, value in self.raw.items() if key not in data})
         return atomic_write_text(self.path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-_OWNED = frozenset((*_KEY_ORDER, "requestedRef", "commit"))
+_LEGACY_REQUESTED = "requestedRef"
+_OWNED = frozenset((*_KEY_ORDER, _LEGACY_REQUESTED, "commit"))
 """Keys whose value kbkit decides; `commit` is what kbkit wrote before `ref` held the commit."""
 
 

@@ -2,7 +2,7 @@
 
 JSON and JSON-with-comments files are edited in place at the entry's text span
 (`kbkit.sync.jsonc`), so other servers, other settings, key order, indentation and comments
-survive byte for byte. TOML goes through `kbkit.sync.tomledit` (tomlkit, with every shape of
+survive byte for byte. TOML goes through `kbkit.config.tomledit` (tomlkit, with every shape of
 the user's file handled and each result checked).
 """
 
@@ -15,8 +15,9 @@ from typing import Any
 import tomlkit
 import tomlkit.exceptions
 
+from kbkit.config import tomledit
 from kbkit.errors import SyncRefused
-from kbkit.sync import jsonc, tomledit
+from kbkit.sync import jsonc
 
 
 class ConfigText:

@@ -1,4 +1,5 @@
-"""Set or delete one entry of a TOML file (Codex's `[mcp_servers.<name>]`), changing nothing else.
+"""Set or delete one entry of a TOML file (Codex's `[mcp_servers.<name>]`, kbkit.toml's `[skills] refs`),
+changing nothing else.
 
 tomlkit keeps comments and layout, but the shape of the user's file decides what TOML allows:
 the parent may be a `[header]` table, dotted keys (`mcp_servers.other.command = ...`), an inline
