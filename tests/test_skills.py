@@ -100,6 +100,7 @@ def test_a_git_skill_is_pinned_to_the_commit_in_ref_and_keeps_what_was_asked(
     assert (root / ".claude/skills/review-rules/SKILL.md").exists()
 
 
+@pytest.mark.git
 def test_what_was_asked_goes_in_kbkit_toml_beside_its_comments_and_leaves_with_the_skill(
     tmp_path: Path,
 ) -> None:
@@ -115,6 +116,7 @@ def test_what_was_asked_goes_in_kbkit_toml_beside_its_comments_and_leaves_with_t
     assert "refs" not in (root / "kbkit.toml").read_text()
 
 
+@pytest.mark.git
 def test_a_lock_an_older_kbkit_wrote_with_requested_ref_is_read_and_moved_out_on_write(
     tmp_path: Path,
 ) -> None:
