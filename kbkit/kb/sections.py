@@ -140,7 +140,8 @@ def passages(text: str, outline: tuple[Heading, ...]) -> list[Passage]:
                 pieces.append((section.start, section.end, section.path))
                 covered = section.end
             else:
-                if "\n" in text[section.start : section.own_end].strip():  # more than its heading line
+                own = text[section.start : section.own_end].strip()
+                if section.own_end == section.end or "\n" in own:  # not only a heading over subsections
                     pieces += [(s, e, section.path) for s, e in split(text, section.start, section.own_end)]
                 covered = section.own_end
     pieces = [piece for piece in pieces if text[piece[0] : piece[1]].strip()]
@@ -177,6 +178,19 @@ def _anchored(start: int, end: int, path: str, layout: Layout) -> Passage:
     if anchor is None:
         return Passage(start, end, path, start, path)
     return Passage(start, end, path, anchor.start, anchor.path)
+
+
+_IN_PAGE_LINK = re.compile(r"\]\(#[^)\s]*\)")
+
+
+def is_contents(text: str) -> bool:
+    """Whether a passage is the page's own table of contents: at least three lines, and most of its
+    lines, link to anchors in the same page (a class's member table). It names every section in a
+    line each, so it would match a question about any of them better than the section that
+    answers it; search matches it by its heading only (kbkit/kb/passages.py)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    linking = sum(1 for line in lines if _IN_PAGE_LINK.search(line))
+    return linking >= 3 and linking * 2 >= len(lines)
 
 
 def split(text: str, start: int, end: int, cap: int = PASSAGE_CHARS) -> list[tuple[int, int]]:
