@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from kbkit.kb.sections import Heading, is_contents, passages
 from kbkit.kb.words import split_words
 
-PASSAGE_WEIGHTS = {"heading": 2.0, "body": 1.0}
-"""BM25 weights of a passage's heading path and its text."""
+PASSAGE_WEIGHTS = {"heading": 4.0, "body": 1.0}
+"""BM25 weights of a passage's heading (its heading path and summary line) and its text."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS passages (
@@ -41,8 +41,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(
 );
 """
 """`start`, `length` and `anchor` count characters of the served text (get_document's offsets);
-`heading` is the passage's own heading path (searched in words.split_words form), `section` the
-one at `anchor` (reported)."""
+`heading` is what the heading column indexed: the passage's own heading path (in words.split_words
+form) and, for a passage that starts at a heading, its summary line; `section` is the heading path
+at `anchor` (reported)."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,11 @@ class Best:
 def write(conn: sqlite3.Connection, doc_id: int, text: str, outline: tuple[Heading, ...]) -> None:
     """Store the passages of `text` (a document's indexed text) under `doc_id` (after `remove()`)."""
     inside = tuple(heading for heading in outline if heading.start < len(text))
+    starts = {heading.start for heading in inside}
     for ord_, passage in enumerate(passages(text, inside)):
+        heading = split_words(passage.path)
+        if passage.start in starts:
+            heading = f"{heading} {summary(text, passage.start, passage.end)}"
         row = conn.execute(
             "INSERT INTO passages (doc_id, ord, start, length, anchor, heading, section) "
             "VALUES (?,?,?,?,?,?,?)",
@@ -71,14 +76,27 @@ def write(conn: sqlite3.Connection, doc_id: int, text: str, outline: tuple[Headi
                 passage.start,
                 passage.end - passage.start,
                 passage.anchor,
-                passage.path,
+                heading,
                 passage.anchor_path,
             ),
         )
         conn.execute(
             "INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)",
-            (row.lastrowid, split_words(passage.path), _searched(text[passage.start : passage.end])),
+            (row.lastrowid, heading, _searched(text[passage.start : passage.end])),
         )
+
+
+SUMMARY_CHARS = 200
+
+
+def summary(text: str, start: int, end: int) -> str:
+    """The first sentence of prose under a heading: a reference page's one-line summary of a member
+    ("Removes all elements."), searched with the heading, so it tells a page's sections apart."""
+    for line in text[start:end].splitlines()[1:8]:
+        line = line.strip()
+        if line and not line.startswith(("```", "~~~", "#", "|", ">", "-", "=")):
+            return line[: line.find(". ") + 1 or SUMMARY_CHARS][:SUMMARY_CHARS]
+    return ""
 
 
 def _searched(text: str) -> str:
@@ -96,10 +114,7 @@ def remove(conn: sqlite3.Connection, doc_id: int) -> None:
     ).fetchall()
     conn.executemany(
         "INSERT INTO passages_fts (passages_fts, rowid, heading, body) VALUES ('delete', ?, ?, ?)",
-        [
-            (id_, split_words(heading), _searched(text[start : start + length]))
-            for id_, start, length, heading in rows
-        ],
+        [(id_, heading, _searched(text[start : start + length])) for id_, start, length, heading in rows],
     )
     conn.execute("DELETE FROM passages WHERE doc_id = ?", (doc_id,))
 
