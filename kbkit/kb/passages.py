@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from kbkit.kb.sections import Heading, is_contents, passages
 from kbkit.kb.words import split_words
 
-PASSAGE_WEIGHTS = {"heading": 4.0, "body": 1.0}
+PASSAGE_WEIGHTS = {"heading": 2.0, "body": 1.0}
 """BM25 weights of a passage's heading (its heading path and summary line) and its text."""
 
 SCHEMA = """
@@ -62,7 +62,7 @@ class Best:
 def write(conn: sqlite3.Connection, doc_id: int, text: str, outline: tuple[Heading, ...]) -> None:
     """Store the passages of `text` (a document's indexed text) under `doc_id` (after `remove()`)."""
     inside = tuple(heading for heading in outline if heading.start < len(text))
-    starts = {heading.start for heading in inside}
+    starts = {heading.start for heading in inside[1:]}  # not the first: that is the page's title
     for ord_, passage in enumerate(passages(text, inside)):
         heading = split_words(passage.path)
         if passage.start in starts:
@@ -91,7 +91,8 @@ SUMMARY_CHARS = 200
 
 def summary(text: str, start: int, end: int) -> str:
     """The first sentence of prose under a heading: a reference page's one-line summary of a member
-    ("Removes all elements."), searched with the heading, so it tells a page's sections apart."""
+    ("Removes all elements."), searched with the heading, so it tells a page's sections apart (a
+    page's own summary is already its description field)."""
     for line in text[start:end].splitlines()[1:8]:
         line = line.strip()
         if line and not line.startswith(("```", "~~~", "#", "|", ">", "-", "=")):

@@ -44,7 +44,7 @@ POOL = 100
 """At least this many BM25 candidates are weighed by the reference prior before the cut to `limit`."""
 PASSAGE_POOL = 300
 """The best-matching passages of the whole index weighed beside the documents' own scores."""
-PASSAGE_WEIGHT = 1.0
+PASSAGE_WEIGHT = 1.5
 """A document's best passage score (relative to the best passage's) counts this much beside its
 own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
 REFERENCE_WEIGHT = 0.3
@@ -381,7 +381,8 @@ def _snippets(
     words matched only there)."""
     if not hits:
         return {}
-    texts = passages.texts(conn, [found.passage_id for found in best.values()], SNIPPET_SCAN_CHARS)
+    shown = [best[hit.doc_id].passage_id for hit in hits if hit.doc_id in best]
+    texts = passages.texts(conn, shown, SNIPPET_SCAN_CHARS)
     sql = _FALLBACK_SQL.format(ids=",".join(str(hit.doc_id) for hit in hits))
     snippets = {}
     for rowid, title, description in conn.execute(sql):
