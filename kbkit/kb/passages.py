@@ -60,30 +60,27 @@ class Best:
 
 
 def write(conn: sqlite3.Connection, doc_id: int, text: str, outline: tuple[Heading, ...]) -> None:
-    """Store the passages of `text` (a document's indexed text) under `doc_id` (after `remove()`)."""
+    """Store the passages of `text` (a document's indexed text) under `doc_id` (after `remove()`).
+    Their ids follow the largest one so far: consecutive, and written in two statements."""
     inside = tuple(heading for heading in outline if heading.start < len(text))
     starts = {heading.start for heading in inside[1:]}  # not the first: that is the page's title
+    first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM passages").fetchone()[0]
+    rows, indexed = [], []
     for ord_, passage in enumerate(passages(text, inside)):
         heading = split_words(passage.path)
         if passage.start in starts:
             heading = f"{heading} {summary(text, passage.start, passage.end)}"
-        row = conn.execute(
-            "INSERT INTO passages (doc_id, ord, start, length, anchor, heading, section) "
-            "VALUES (?,?,?,?,?,?,?)",
-            (
-                doc_id,
-                ord_,
-                passage.start,
-                passage.end - passage.start,
-                passage.anchor,
-                heading,
-                passage.anchor_path,
-            ),
+        length = passage.end - passage.start
+        rows.append(
+            (first + ord_, doc_id, ord_, passage.start, length, passage.anchor, heading, passage.anchor_path)
         )
-        conn.execute(
-            "INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)",
-            (row.lastrowid, heading, _searched(text[passage.start : passage.end])),
-        )
+        indexed.append((first + ord_, heading, _searched(text[passage.start : passage.end])))
+    conn.executemany(
+        "INSERT INTO passages (id, doc_id, ord, start, length, anchor, heading, section) "
+        "VALUES (?,?,?,?,?,?,?,?)",
+        rows,
+    )
+    conn.executemany("INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)", indexed)
 
 
 SUMMARY_CHARS = 200

@@ -188,6 +188,8 @@ def is_contents(text: str) -> bool:
     lines, link to anchors in the same page (a class's member table). It names every section in a
     line each, so it would match a question about any of them better than the section that
     answers it; search matches it by its heading only (kbkit/kb/passages.py)."""
+    if text.count("](#") < 3:  # most passages: no need to look at their lines
+        return False
     lines = [line for line in text.splitlines() if line.strip()]
     linking = sum(1 for line in lines if _IN_PAGE_LINK.search(line))
     return linking >= 3 and linking * 2 >= len(lines)

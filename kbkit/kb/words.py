@@ -8,12 +8,14 @@ in this split form.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SPLIT = re.compile(r"[-_.\s]+")
 
 
+@functools.lru_cache(maxsize=4096)  # a page's passages repeat their sections' heading paths
 def split_words(text: str) -> str:
     """Split on `-`, `_`, `.`, spaces and case changes; a part with case changes keeps its whole
     form too (`getHTTPClient` -> "getHTTPClient get HTTP Client"), so the joined word still matches."""
