@@ -6,7 +6,7 @@ from __future__ import annotations
 from peers.hostile import text_pdf
 
 from kbkit.kb.parsers import outline_of, parse_markdown, parse_pdf, parse_plain, parse_rst
-from kbkit.kb.sections import ANCHOR_CHARS, MAX_PASSAGES, PASSAGE_CHARS, Layout, passages
+from kbkit.kb.sections import ANCHOR_CHARS, MAX_OUTLINE, MAX_PASSAGES, PASSAGE_CHARS, Layout, passages
 
 PAGE = """---
 title: Widget Class
@@ -129,3 +129,12 @@ def test_thousands_of_tiny_sections_are_merged_into_a_bounded_number_of_passages
     found = passages(parsed.body, parsed.outline)
     assert len(found) <= MAX_PASSAGES
     assert found[0].start == 0 and found[-1].end == len(parsed.body)
+
+
+def test_a_page_of_more_headings_than_the_outline_holds_keeps_the_rest_in_its_last_section() -> None:
+    parsed = parse_markdown(("# h\n\nx\n\n" * (MAX_OUTLINE * 3)).encode())
+    assert len(parsed.outline) == MAX_OUTLINE and len(parsed.headings) == MAX_OUTLINE * 3
+    layout = Layout(len(parsed.body), parsed.outline)
+    last = parsed.outline[-1].start
+    assert layout.read_end(last) == len(parsed.body)  # the last section runs to the end
+    assert len(passages(parsed.body, parsed.outline)) <= MAX_PASSAGES

@@ -14,11 +14,12 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, TypedDict
 
 from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.errors import DocumentRefused
-from kbkit.kb.sections import Heading, clean_title
+from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
 if TYPE_CHECKING:
     import pypdf
@@ -233,9 +234,10 @@ def _markdown_headings(body: str) -> list[tuple[int, int, str]]:
 
 
 def _outline(found: list[tuple[int, int, str]]) -> tuple[Heading, ...]:
-    """(start, level, raw text) of each heading, in order -> the outline (empty titles left out)."""
+    """(start, level, raw text) of each heading, in order -> the outline (empty titles left out),
+    at most MAX_OUTLINE headings: the rest of the text belongs to the last section."""
     headings = (Heading(start, level, clean_title(text)) for start, level, text in found)
-    return tuple(heading for heading in headings if heading.title)
+    return tuple(islice((heading for heading in headings if heading.title), MAX_OUTLINE))
 
 
 _RST_HEADING = re.compile(r"^([^\s][^\n]*)\n([=\-~^\"'`#*+:.<>_])\2+[ \t]*$", re.MULTILINE)

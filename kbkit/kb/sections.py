@@ -21,6 +21,9 @@ PASSAGE_CHARS = 3000
 ANCHOR_CHARS = 12_000
 """A result points at the outermost section around its passage that is at most this long (about
 3,000 tokens, well inside one default read), else at the passage itself."""
+MAX_OUTLINE = 10_000
+"""At most this many headings of a document are sections (cpp-docs' largest page has 1,390): a
+page of a million headings costs a read or an index no more than one of ten thousand."""
 MAX_PASSAGES = 2000
 """At most this many passages a document (thousands of tiny sections are merged up to this)."""
 TITLE_CHARS = 200
