@@ -27,6 +27,8 @@ from conftest import (
     wait_until,
 )
 
+from kbkit.kb.reads import MAX_MAX_TOKENS
+
 MODERN = "2026-07-28"
 HALF_REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 """A request head that never ends: what a slowloris client sends before it stalls."""
@@ -189,7 +191,7 @@ def _count(line: str) -> int:
 
 
 def test_a_client_that_stops_reading_its_replies_is_cut_off(tmp_path: Path) -> None:
-    big = "word " * 180_000  # 900 KB a reply; ten of them, pipelined, are more than the kernel buffers
+    big = "word " * 180_000  # 80 KB a reply (the largest read); 120 of them, pipelined, outgrow the kernel buffers
     root = limited_project(tmp_path, client_timeout=1)
     (root / "docs" / "big.md").write_text(big)
     server = HttpServer(root).wait_ready()
@@ -203,7 +205,11 @@ def test_a_client_that_stops_reading_its_replies_is_cut_off(tmp_path: Path) -> N
             "jsonrpc": "2.0",
             "id": 1,
             "method": "tools/call",
-            "params": {"name": "get_document", "arguments": {"path": "big.md"}, "_meta": meta},
+            "params": {
+                "name": "get_document",
+                "arguments": {"path": "big.md", "max_tokens": MAX_MAX_TOKENS},
+                "_meta": meta,
+            },
         }
     ).encode()
     head = (
@@ -216,7 +222,7 @@ def test_a_client_that_stops_reading_its_replies_is_cut_off(tmp_path: Path) -> N
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     try:
         sock.connect(("127.0.0.1", server.port))
-        sock.sendall((head + body) * 10)
+        sock.sendall((head + body) * 120)
         wait_until(
             lambda: "left its reply unread for 1 s" in server.stderr(), what="the unread reply is given up"
         )

@@ -1,18 +1,20 @@
 """Every reply fits one message of the transport: large and escaping-heavy documents, long search
 hit lists and topic listings reach the MCP SDK's own HTTP client in both protocol eras, which
 refuses a server-sent event over 1 MiB. What does not fit is cut, the cut is said, and reading on
-from `next_offset` gets the rest, nothing lost or repeated."""
+from `next_offset` gets the rest, nothing lost or repeated. A document read is bounded by its
+max_tokens long before a message is full; the largest one still fits."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import anyio
 import pytest
 from conftest import ERAS, HttpServer, document_text, http_client, make_project
 
-from kbkit.server.replies import REPLY_LIMIT, encoded_size, fit_text
+from kbkit.kb.reads import MAX_MAX_TOKENS
+from kbkit.kb.tokens import estimate_tokens
+from kbkit.server.replies import REPLY_LIMIT, RESULT_LIMIT, encoded_size, fit_text, result_size
+from kbkit.server.tools import KB_TOOLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("replies")]  # one worker starts the module's server
 
@@ -22,13 +24,16 @@ LINES = "".join(f'line {n:06}: "quoted", a back\\slash and a tab\there.\n' for n
 HOSTILE = "".join(f"\x01\x02\x1b[0m 🙂 ünïcode {n:06}\n" for n in range(60_000))
 """Control characters (six bytes each as JSON), an emoji (twelve, escaped) and accents: 1.7 MB of
 UTF-8 that takes 3.7 MB as escaped JSON."""
+EMOJI = "".join(f"{n:06} " + "🙂" * 100 + "\n" for n in range(2000))
+"""Emoji only, as far as a read's budget can tell: one character each of JSON, twelve bytes each on
+the wire, so the largest read carries the most bytes any read can."""
 DEEP = "/".join(f"{i:02}" + "d" * 240 for i in range(15))
 """A 3.6 KB folder path: a hit or a listing entry under it is that big, twice over."""
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    docs = {"big-0.md": LINES, "hostile.md": HOSTILE}
+    docs = {"big-0.md": LINES, "hostile.md": HOSTILE, "emoji.md": EMOJI}
     docs |= {f"{DEEP}/n{i:03}.md": f"# Note {i}\n\nneedle in a deep folder\n" for i in range(160)}
     root = make_project(tmp_path_factory.mktemp("replies") / "p", docs)
     running = HttpServer(root).wait_ready(timeout=60)
@@ -40,7 +45,9 @@ async def read_whole(client, path: str) -> tuple[str, int]:  # noqa: ANN001 - an
     """Every piece of a document through get_document; returns the text and how many replies it took."""
     pieces, offset, replies = [], 0, 0
     while True:
-        result = await client.call_tool("get_document", {"path": path, "offset": offset})
+        result = await client.call_tool(
+            "get_document", {"path": path, "offset": offset, "max_tokens": MAX_MAX_TOKENS}
+        )
         assert not result.is_error, result.content
         replies += 1
         data = result.structured_content
@@ -58,35 +65,36 @@ async def read_whole(client, path: str) -> tuple[str, int]:  # noqa: ANN001 - an
 
 @pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
-async def test_a_document_that_exactly_fills_a_reply_comes_whole_and_one_character_more_is_cut(
+async def test_the_largest_read_of_the_most_escaped_text_fits_one_reply_and_reads_on_exactly(
     server: HttpServer, mode: str
 ) -> None:
     async with http_client(server.url, mode) as client:
-        first = await client.call_tool("get_document", {"path": "big-0.md"})
+        first = await client.call_tool("get_document", {"path": "emoji.md", "max_tokens": MAX_MAX_TOKENS})
         assert not first.is_error and first.structured_content["truncated"]
-        cut = first.structured_content["next_offset"]
-        assert document_text(first) == LINES[:cut]
-        assert encoded_size(LINES[:cut]) > REPLY_LIMIT - 16 * 1024  # the reply is as full as it may be
-        docs = Path(server.log_path).parent / "docs"
-        (docs / f"fill{mode[0]}.md").write_text(LINES[:cut])  # a name as long, so the same envelope
-        (docs / f"over{mode[0]}.md").write_text(LINES[: cut + 1])
-        for path in (f"fill{mode[0]}.md", f"over{mode[0]}.md"):  # indexed, so it has a uri too
-            with anyio.fail_after(30):
-                while (
-                    "uri" not in (await client.call_tool("get_document", {"path": path})).structured_content
-                ):
-                    await anyio.sleep(0.1)
-        whole = await client.call_tool("get_document", {"path": f"fill{mode[0]}.md"})
-        assert document_text(whole) == LINES[:cut] and whole.structured_content["truncated"] is False
-        over = await client.call_tool("get_document", {"path": f"over{mode[0]}.md"})
-        assert over.structured_content["truncated"] and over.structured_content["next_offset"] == cut
-        text, replies = await read_whole(client, "big-0.md")
-        assert text == LINES and replies >= 2
+        shown = document_text(first)
+        assert shown == EMOJI[: first.structured_content["next_offset"]]
+        assert MAX_MAX_TOKENS // 2 < estimate_tokens(shown) <= MAX_MAX_TOKENS
+        assert REPLY_LIMIT // 2 < encoded_size(shown) < REPLY_LIMIT  # 12 bytes on the wire per emoji
+        text, replies = await read_whole(client, "emoji.md")
+        assert text == EMOJI and replies >= 2
+
+
+def test_a_reply_that_would_outgrow_a_message_is_cut_where_it_fits_and_says_where_to_read_on() -> None:
+    """No read within max_tokens fills a message, so the last guard is tested on its own."""
+    text = LINES * 2
+    data = {"path": "big.md", "media_type": "text/markdown", "section": "", "text": text}
+    reply = KB_TOOLS["get_document"].reply(data | {"truncated": False, "size": len(text), "offset": 7})
+    meta = reply.structured_content
+    assert meta is not None and meta["truncated"] is True
+    shown = reply.content[-1].text
+    assert text.startswith(shown) and meta["next_offset"] == 7 + len(shown)
+    assert f"offset={meta['next_offset']}" in meta["note"]
+    assert REPLY_LIMIT - 16 * 1024 < result_size(reply) <= RESULT_LIMIT
 
 
 @pytest.mark.processes
 @pytest.mark.parametrize("mode", ERAS)
-async def test_an_escaping_heavy_document_is_cut_on_its_encoded_size_and_reads_on_exactly(
+async def test_an_escaping_heavy_document_is_read_in_bounded_pieces_with_nothing_lost_or_repeated(
     server: HttpServer, mode: str
 ) -> None:
     async with http_client(server.url, mode) as client:

@@ -33,7 +33,7 @@ def test_files_changed_since_indexing_are_indexed_before_searching(project: Path
     assert "Airships  (new.md, score 1.00)" in result.stdout
 
 
-def test_scores_descend_from_one_and_folded_copies_are_named(tmp_path: Path) -> None:
+def test_scores_descend_from_one_each_hit_names_its_section_and_folded_copies_are_named(tmp_path: Path) -> None:
     page = "# df\n\n> Show free disk space.\n\n- {0}\n"
     files = {
         "common/df.md": page.format("all"),
@@ -44,6 +44,7 @@ def test_scores_descend_from_one_and_folded_copies_are_named(tmp_path: Path) -> 
     result = run("search", "free disk space", "--root", str(root))
     lines = result.stdout.splitlines()
     assert lines[0] == " 1. df  (common/df.md, score 1.00)"
-    assert lines[2] == "    also in: linux/df.md"
-    assert lines[3].startswith(" 2. du  (du.md, score 0.")
+    assert lines[1] == "    section: df (offset 0)"
+    assert lines[3] == "    also in: linux/df.md"
+    assert lines[4].startswith(" 2. du  (du.md, score 0.")
     assert "1 near-copies" in result.stdout

@@ -32,6 +32,8 @@ def search(
         return
     for number, hit in enumerate(result.results, 1):
         typer.echo(f"{number:>2}. {hit.title}  ({hit.path}, score {hit.score:.2f})")
+        if hit.section:
+            typer.echo(f"    section: {hit.section} (offset {hit.offset})")
         typer.echo(f"    {hit.snippet[:200]}")
         if hit.folded:
             typer.echo(f"    also in: {', '.join(hit.folded)}")

@@ -132,9 +132,12 @@ class KnowledgeBase:
     def search(self, query: str, **options: Unpack[search.SearchOptions]) -> search.SearchResult:
         return search.search(self.store, self.registry, query, dense=self.dense_ranker(), **options)
 
-    def load(self, path: str, *, offset: int = 0) -> Document:
-        """Any file under the kb folder with a registered extension, indexed or not."""
-        return documents.load_document(self.settings.kb_path, path, self.registry, offset=offset)
+    def load(self, path: str, *, offset: int = 0, max_tokens: int | None = None) -> Document:
+        """Any file under the kb folder with a registered extension, indexed or not; with
+        `max_tokens`, the section at `offset` within that many tokens (kbkit/kb/reads.py)."""
+        return documents.load_document(
+            self.settings.kb_path, path, self.registry, offset=offset, max_tokens=max_tokens
+        )
 
     def load_servable(self, path: str) -> Document:
         """Only what the resource listing offers: the guard sequence, bounded by the index."""

@@ -25,7 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbkit.errors import DocumentRefused
+from kbkit.kb import reads
 from kbkit.kb.parsers import Registry
+from kbkit.kb.sections import Heading, Layout
 
 FILE_SIZE_CAP = 50 * 1024 * 1024
 """Files larger than this are neither indexed nor read."""
@@ -69,9 +71,10 @@ class Document:
     path: str
     media_type: str
     text: str
-    """The text from `offset` (in characters) on, at most TEXT_CAP bytes of it."""
+    """The text from `offset` (in characters) on: at most TEXT_CAP bytes of it, or, for a read
+    with a token budget, the section starting there within the budget (reads.bounded)."""
     truncated: bool
-    """True when more text follows what `text` holds."""
+    """True when more text follows what `text` holds (at `next_offset`)."""
     size: int
     """The file's size in bytes."""
     text_size: int
@@ -82,6 +85,12 @@ class Document:
     tags: tuple[str, ...] = ()
     offset: int = 0
     next_offset: int | None = None
+    outline: tuple[Heading, ...] = ()
+    """Where each section of the whole text starts (parsers.ParsedText.outline)."""
+    section: str = ""
+    """The heading path at `offset` ("" before the first heading)."""
+    stop: reads.Stop | None = None
+    """Why the text ends where it does, for a read with a token budget (None without one)."""
 
 
 def check_path(path: str) -> list[str]:
@@ -151,15 +160,27 @@ def read_guarded(kb_root: Path, path: str, registry: Registry) -> RawFile:
 
 
 def load_document(
-    kb_root: Path, path: str, registry: Registry, *, offset: int = 0, text_cap: int | None = TEXT_CAP
+    kb_root: Path,
+    path: str,
+    registry: Registry,
+    *,
+    offset: int = 0,
+    text_cap: int | None = TEXT_CAP,
+    max_tokens: int | None = None,
 ) -> Document:
-    """Steps 1 to 5: the text of one document, cut at `text_cap` bytes with the cut reported."""
+    """Steps 1 to 5: the text of one document, cut at `text_cap` bytes with the cut reported, and
+    with `max_tokens`, the section at `offset` within that many tokens (reads.bounded)."""
     raw = read_guarded(kb_root, path, registry)
-    return extract(raw, registry, offset=offset, text_cap=text_cap)
+    return extract(raw, registry, offset=offset, text_cap=text_cap, max_tokens=max_tokens)
 
 
 def extract(
-    raw: RawFile, registry: Registry, *, offset: int = 0, text_cap: int | None = TEXT_CAP
+    raw: RawFile,
+    registry: Registry,
+    *,
+    offset: int = 0,
+    text_cap: int | None = TEXT_CAP,
+    max_tokens: int | None = None,
 ) -> Document:
     """Step 5 on bytes that came through `read_guarded`."""
     parser = registry.for_path(raw.path)
@@ -170,12 +191,16 @@ def extract(
     encoded = full.encode("utf-8")
     if offset < 0 or offset > len(full):
         raise DocumentRefused("invalid-offset", f"offset {offset} is outside the text (0 to {len(full)})")
-    text = full[offset:] if offset else full
-    truncated = False
-    next_offset = None
+    end, section, stop = len(full), "", None
+    if max_tokens is not None:
+        read = reads.bounded(full, Layout(len(full), parsed.outline), offset, max_tokens)
+        end, section, stop = read.end, read.section, read.stop
+    text = full[offset:end] if offset or end < len(full) else full
+    truncated = end < len(full)
     if text_cap is not None:
-        text, truncated = cut_text(text, text_cap)
-        next_offset = offset + len(text) if truncated else None
+        text, cut = cut_text(text, text_cap)
+        truncated = truncated or cut
+    next_offset = offset + len(text) if truncated else None
     return Document(
         path=raw.path,
         media_type=parser.media_type,
@@ -189,6 +214,9 @@ def extract(
         tags=parsed.tags,
         offset=offset,
         next_offset=next_offset,
+        outline=parsed.outline,
+        section=section,
+        stop=stop,
     )
 
 

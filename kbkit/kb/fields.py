@@ -3,7 +3,8 @@
 Besides the title, headings and body, a document is found by the words of its file name
 (`runbooks/rotate-api-key.md` answers "rotate api key") and by its front matter `description`
 and `tags`/`keywords`. The indexer calls `write()` for each document it (re)indexes and
-`remove()` for each it drops; the search weighs the columns in the order of `COLUMNS`.
+`remove()` for each it drops; the search weighs the columns in the order of `COLUMNS`. Its
+passages (kbkit/kb/passages.py) are written and dropped with it.
 
 Each document's references to others (`name` code spans and Markdown link targets, by file
 name) are kept too: how many documents refer to a hit is the search's reference prior
@@ -16,7 +17,9 @@ import re
 import sqlite3
 from collections import Counter
 
+from kbkit.kb import passages
 from kbkit.kb.documents import Document
+from kbkit.kb.words import split_words
 
 COLUMNS = ("title", "name", "description", "tags", "headings", "body")
 """The FTS5 columns, in table order (store.py creates the table from this tuple)."""
@@ -26,9 +29,6 @@ INDEX_TEXT_CAP = 4 * 1024 * 1024
 stays bounded (a 1,000-page manual fits). Longer documents are found by their first 4 MiB, and the
 summary line and `kbkit index --skipped` say which (docs/adr/0015)."""
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_NAME_SPLIT = re.compile(r"[-_.\s]+")
-
 
 def stem(path: str) -> str:
     """A file name without its folder and extension: `runbooks/rotate-api-key.md` -> rotate-api-key."""
@@ -37,17 +37,8 @@ def stem(path: str) -> str:
 
 
 def name_words(path: str) -> str:
-    """The words of a file name: `rotate-api-key.md` -> "rotate api key".
-
-    Split on `-`, `_`, `.` and case changes; a name with case changes keeps its whole form too
-    (`getHTTPClient` -> "getHTTPClient get HTTP Client"), so the joined word still matches."""
-    words: list[str] = []
-    for part in _NAME_SPLIT.split(stem(path)):
-        if not part:
-            continue
-        pieces = _CAMEL.split(part)
-        words.extend(pieces if len(pieces) == 1 else [part, *pieces])
-    return " ".join(words)
+    """The words of a file name: `rotate-api-key.md` -> "rotate api key" (words.split_words)."""
+    return split_words(stem(path))
 
 
 LEAD_CHARS = 300
@@ -110,6 +101,7 @@ def write(
         (doc_id, *values),
     )
     record_references(conn, doc_id, references(path, body), counts)
+    passages.write(conn, doc_id, body, doc.outline)
 
 
 def record_references(conn: sqlite3.Connection, doc_id: int, names: set[str], counts: Counter[str]) -> None:
@@ -121,6 +113,7 @@ def record_references(conn: sqlite3.Connection, doc_id: int, names: set[str], co
 
 def remove(conn: sqlite3.Connection, doc_id: int, counts: Counter[str]) -> None:
     """Drop what `write()` indexed for `doc_id`; the names it referred to are taken off `counts`."""
+    passages.remove(conn, doc_id)  # first: it reads the text it indexed
     conn.execute("DELETE FROM documents_fts WHERE rowid = ?", (doc_id,))
     row = conn.execute("SELECT names FROM mentions WHERE doc_id = ?", (doc_id,)).fetchone()
     if row is not None:

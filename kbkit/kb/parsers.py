@@ -15,10 +15,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.errors import DocumentRefused
+from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
 if TYPE_CHECKING:
     import pypdf
@@ -29,6 +31,8 @@ class ParsedText:
     title: str | None
     body: str
     headings: list[str] = field(default_factory=list)
+    outline: tuple[Heading, ...] = ()
+    """Where each heading (or PDF page) starts in `body`: the sections search and reads use."""
     description: str | None = None
     """Front matter `description` (or `summary`): searched as its own field."""
     tags: tuple[str, ...] = ()
@@ -83,18 +87,19 @@ def _fence_close(char: str, width: int) -> re.Pattern[str]:
     return re.compile(rf"^ {{0,3}}{re.escape(char)}{{{width},}}[ \t]*$", re.MULTILINE)
 
 
-def _strip_fences(text: str) -> str:
-    """Drop fenced code blocks in one pass (an unclosed fence runs to the end, as in CommonMark)."""
-    kept, pos = [], 0
+def _outside_fences(text: str) -> list[tuple[int, int]]:
+    """The spans of `text` outside fenced code blocks, in one pass (an unclosed fence runs to the
+    end, as in CommonMark)."""
+    spans, pos = [], 0
     while match := _FENCE_OPEN.search(text, pos):
         fence = match.group(1)
-        kept.append(text[pos : match.start()])
+        spans.append((pos, match.start()))
         close = _fence_close(fence[0], len(fence)).search(text, match.end())
         if close is None:
-            return "".join(kept)
+            return spans
         pos = close.end()
-    kept.append(text[pos:])
-    return "".join(kept)
+    spans.append((pos, len(text)))
+    return spans
 
 
 def _atx_text(raw: str | None) -> str:
@@ -207,11 +212,7 @@ def _clean_title(value: object) -> str | None:
 
 def parse_markdown(data: bytes) -> ParsedText:
     meta, body = _front_matter(decode_text(data))
-    prose = _strip_fences(body)
-    atx = [(m.start(), len(m.group(1)), _atx_text(m.group(2))) for m in _ATX.finditer(prose)]
-    atx = [heading for heading in atx if heading[2]]
-    setext = [(m.start(), 1 if m.group(2)[0] == "=" else 2, m.group(1)) for m in _SETEXT.finditer(prose)]
-    found = sorted(atx + setext)
+    found = _markdown_headings(body)
     headings = [" ".join(text.split()) for _, _, text in found]
     title = _clean_title(meta.get("title"))
     if title is None:
@@ -219,7 +220,25 @@ def parse_markdown(data: bytes) -> ParsedText:
         title = _clean_title(top[0] if top else (headings[0] if headings else None))
     description = _meta_text(meta.get("description")) or _meta_text(meta.get("summary"))
     tags = _meta_tags(meta)
-    return ParsedText(title=title, body=body, headings=headings, description=description, tags=tags)
+    return ParsedText(title, body, headings, _outline(found), description=description, tags=tags)
+
+
+def _markdown_headings(body: str) -> list[tuple[int, int, str]]:
+    """(start, level, raw text) of every ATX and setext heading outside fenced code, in order."""
+    found: list[tuple[int, int, str]] = []
+    for start, end in _outside_fences(body):
+        atx = [(m.start(), len(m.group(1)), _atx_text(m.group(2))) for m in _ATX.finditer(body, start, end)]
+        found += [heading for heading in atx if heading[2]]
+        setext = _SETEXT.finditer(body, start, end)
+        found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, m.group(1)) for m in setext]
+    return sorted(found)
+
+
+def _outline(found: list[tuple[int, int, str]]) -> tuple[Heading, ...]:
+    """(start, level, raw text) of each heading, in order -> the outline (empty titles left out),
+    at most MAX_OUTLINE headings: the rest of the text belongs to the last section."""
+    headings = (Heading(start, level, clean_title(text)) for start, level, text in found)
+    return tuple(islice((heading for heading in headings if heading.title), MAX_OUTLINE))
 
 
 _RST_HEADING = re.compile(r"^([^\s][^\n]*)\n([=\-~^\"'`#*+:.<>_])\2+[ \t]*$", re.MULTILINE)
@@ -227,8 +246,30 @@ _RST_HEADING = re.compile(r"^([^\s][^\n]*)\n([=\-~^\"'`#*+:.<>_])\2+[ \t]*$", re
 
 def parse_rst(data: bytes) -> ParsedText:
     text = decode_text(data)
-    headings = [" ".join(m.group(1).split()) for m in _RST_HEADING.finditer(text)]
-    return ParsedText(title=_clean_title(headings[0] if headings else None), body=text, headings=headings)
+    found = _rst_headings(text)
+    headings = [" ".join(raw.split()) for _, _, raw in found]
+    title = _clean_title(headings[0] if headings else None)
+    return ParsedText(title=title, body=text, headings=headings, outline=_outline(found))
+
+
+def _rst_headings(text: str) -> list[tuple[int, int, str]]:
+    """(start, level, raw text) of every underlined title; in reStructuredText the order in which
+    adornment characters first appear sets the levels."""
+    levels: dict[str, int] = {}
+    return [
+        (m.start(), levels.setdefault(m.group(2), len(levels) + 1), m.group(1))
+        for m in _RST_HEADING.finditer(text)
+    ]
+
+
+def outline_of(ext: str, body: str) -> tuple[Heading, ...] | None:
+    """The outline of an extracted text, found again from the text alone (for an index made before
+    passages existed); None where the text cannot tell (a PDF's page breaks are not in its text)."""
+    if ext in ("md", "markdown"):
+        return _outline(_markdown_headings(body))
+    if ext == "rst":
+        return _outline(_rst_headings(body))
+    return None if ext == "pdf" else ()
 
 
 def parse_plain(data: bytes) -> ParsedText:
@@ -260,9 +301,24 @@ def parse_pdf(data: bytes) -> ParsedText:
         raise DocumentRefused(
             "unparsable", f"the PDF could not be read ({type(exc).__name__}: {exc})"
         ) from None
-    body = "\n\n".join(page.strip() for page in pages)
+    body, outline = _paged(page.strip() for page in pages)
     first_line = next((line.strip() for line in body.splitlines() if line.strip()), None)
-    return ParsedText(title=_clean_title(meta_title) or _clean_title(first_line), body=body)
+    return ParsedText(title=_clean_title(meta_title) or _clean_title(first_line), body=body, outline=outline)
+
+
+PAGE_SEPARATOR = "\n\n"
+
+
+def _paged(pages: Iterable[str]) -> tuple[str, tuple[Heading, ...]]:
+    """The pages joined by a blank line, and where each starts: one section a page, `page N`."""
+    outline, offset, texts = [], 0, []
+    for number, text in enumerate(pages, start=1):
+        if number > 1:
+            offset += len(PAGE_SEPARATOR)
+        outline.append(Heading(offset, 1, f"page {number}"))
+        texts.append(text)
+        offset += len(text)
+    return PAGE_SEPARATOR.join(texts), tuple(outline)
 
 
 # -- PDF budgets ------------------------------------------------------------------------------

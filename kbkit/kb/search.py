@@ -5,15 +5,16 @@ lower-cased, English stop-words dropped, and each remaining word quoted and OR-j
 input (quotes, operators, parentheses, 10 KB of prose) can be an FTS5 syntax error, and a
 natural-language question still ranks the documents sharing most of its words first (BM25).
 
-`search()` ranks with BM25 over weighted fields (`fields.COLUMNS`), folds copies of a page (same
-file name and title in another folder, or the same bytes) into the best-ranked one, optionally
-fuses a dense ranking (`[search] semantic`), and reports scores relative to the best hit, so 1.0
-is the top hit and 0.5 half as good, on any corpus size.
+`search()` ranks with BM25 over weighted fields (`fields.COLUMNS`) plus each document's best
+passage (kbkit/kb/passages.py: a long page whose one section answers competes), folds copies of a
+page (same file name and title in another folder, or the same bytes) into the best-ranked one,
+optionally fuses a dense ranking (`[search] semantic`), and reports scores relative to the best
+hit, so 1.0 is the top hit and 0.5 half as good, on any corpus size. Each hit names the section of
+its best passage, where a read of it starts, and takes its snippet from it (docs/adr/0026).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import sqlite3
@@ -22,9 +23,11 @@ from itertools import islice
 from typing import Any, Protocol, TypedDict
 
 from kbkit.errors import QueryError
+from kbkit.kb import passages
 from kbkit.kb.fields import COLUMNS, reference_counts, stem
 from kbkit.kb.parsers import Registry
 from kbkit.kb.store import Deadline, SqliteError, Store, index_error
+from kbkit.kb.tokens import estimate_tokens
 from kbkit.kb.uris import doc_uri
 
 MAX_TERMS = 64
@@ -39,6 +42,11 @@ FOLD_MARGIN = 10
 """Candidates ranked beyond `limit`, so folding copies away still leaves `limit` hits."""
 POOL = 100
 """At least this many BM25 candidates are weighed by the reference prior before the cut to `limit`."""
+PASSAGE_POOL = 300
+"""The best-matching passages of the whole index weighed beside the documents' own scores."""
+PASSAGE_WEIGHT = 1.5
+"""A document's best passage score (relative to the best passage's) counts this much beside its
+own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
 REFERENCE_WEIGHT = 0.3
 """The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
 other documents name it (a `name` code span or a relative link to it). The page others point at
@@ -68,6 +76,10 @@ class Hit:
     title: str
     score: float
     """Relevance relative to the best hit of this search: 1.0 for the first, lower below it."""
+    section: str
+    """The heading path of the section the best-matching passage is in ("" before any heading)."""
+    offset: int
+    """Where that section starts in the text get_document serves (characters): read from here."""
     snippet: str
     uri: str | None = None
     folded: list[str] = field(default_factory=list)
@@ -127,18 +139,16 @@ def search_sql(with_prefix: bool) -> str:
 
 
 SNIPPET_SCAN_CHARS = 64 * 1024
-"""At most this many characters of a hit's body are scanned for its snippet window, so a page dense
-with the query word costs no more than any other (the window then comes from its first 64 KB)."""
+"""At most this many characters of a hit's passage are scanned for its snippet window, so a page
+dense with the query word costs no more than any other."""
 MAX_MARKS = 4096
 """At most this many matched words of a hit are weighed when choosing its snippet window."""
 SNIPPET_CHARS = 160
-_SNIPPET_SQL = (
-    f"SELECT rowid, title, description, substr(body, 1, {SNIPPET_SCAN_CHARS}) FROM documents_fts "
-    "WHERE rowid IN ({ids})"
-)
-"""Snippets are found in Python with one C-level regex over a bounded window. FTS5's snippet() was
-most of the search time on long pages (docs/benchmarks.md), and its highlight() is quadratic in the
-number of matches in a document (49 s for a 1 MiB page made of the query word)."""
+_FALLBACK_SQL = "SELECT rowid, title, description FROM documents_fts WHERE rowid IN ({ids})"
+"""Snippets are found in Python with one C-level regex over a bounded window of the hit's best
+passage. FTS5's snippet() was most of the search time on long pages (docs/benchmarks.md), and its
+highlight() is quadratic in the number of matches in a document (49 s for a 1 MiB page made of the
+query word)."""
 _SUFFIXES: tuple[str, ...] = ("ational", "ations", "ation", "ments", "ment", "ings", "ing", "ies", "ied")
 _SUFFIXES += ("ers", "er", "ed", "es", "ly", "s", "e", "y")
 
@@ -265,19 +275,16 @@ def search(
     deadline = Deadline(conn, budget_seconds)
     try:
         with deadline:
-            ranked = _referenced(conn, _lexical(conn, compiled, prefix, pool))
+            best = passages.best(conn, compiled.match, PASSAGE_POOL, prefix=prefix)
+            ranked = _combined(conn, _lexical(conn, compiled, prefix, pool), best, pool)
+            ranked = _referenced(conn, ranked)
             if dense is not None:
                 ranked = _fuse(conn, ranked, dense.rank(query, pool, path_prefix=prefix), pool)
             hits, folded = _fold(ranked)
             hits = hits[:limit]
-            snippets: dict[int, str] = {}
-            if hits:
-                sql = _SNIPPET_SQL.format(ids=",".join(str(hit.doc_id) for hit in hits))
-                pattern = marker(compiled.terms)
-                snippets = {
-                    rowid: snippet_window(body, pattern, description or title)
-                    for rowid, title, description, body in conn.execute(sql)
-                }
+            missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
+            best |= passages.best_in(conn, compiled.match, missing)
+            snippets = _snippets(conn, hits, best, marker(compiled.terms))
     except SqliteError as exc:
         if deadline.expired:
             raise QueryError(
@@ -302,6 +309,8 @@ def search(
             path=ranked_hit.path,
             title=ranked_hit.title,
             score=round(ranked_hit.score / top, 3),
+            section=best[ranked_hit.doc_id].section if ranked_hit.doc_id in best else "",
+            offset=best[ranked_hit.doc_id].anchor if ranked_hit.doc_id in best else 0,
             snippet=snippets.get(ranked_hit.doc_id, ranked_hit.title),
             uri=doc_uri(ranked_hit.path) if ranked_hit.ext in servable else None,
             folded=folded.get(ranked_hit.doc_id, []),
@@ -338,6 +347,51 @@ def _lexical(conn: sqlite3.Connection, compiled: CompiledQuery, prefix: str, poo
     return [_Ranked(*row) for row in conn.execute(search_sql(bool(prefix)), params)]
 
 
+def _combined(
+    conn: sqlite3.Connection, lexical: list[_Ranked], best: dict[int, passages.Best], pool: int
+) -> list[_Ranked]:
+    """Each document's BM25 score and its best passage's, each relative to the best of its kind,
+    added up (the passage's at PASSAGE_WEIGHT): a long page whose one section answers the query
+    competes with pages that match all over. Documents found only by a passage join the ranking."""
+    top_doc = max((hit.score for hit in lexical), default=0.0) or 1.0
+    top_passage = max((found.score for found in best.values()), default=0.0) or 1.0
+    known = {hit.doc_id: hit for hit in lexical}
+    _add_rows(conn, known, [doc_id for doc_id in best if doc_id not in known])
+    scores = {doc_id: hit.score / top_doc for doc_id, hit in known.items()}
+    for doc_id, found in best.items():
+        if doc_id in scores:
+            scores[doc_id] += PASSAGE_WEIGHT * found.score / top_passage
+    order = sorted(scores, key=lambda doc_id: (-scores[doc_id], known[doc_id].path))
+    return [_replace_score(known[doc_id], scores[doc_id]) for doc_id in order[:pool]]
+
+
+def _add_rows(conn: sqlite3.Connection, known: dict[int, _Ranked], doc_ids: list[int]) -> None:
+    """Add the documents `doc_ids` to `known`, with score 0."""
+    for start in range(0, len(doc_ids), 500):
+        ids = ",".join(str(doc_id) for doc_id in doc_ids[start : start + 500])
+        for row in conn.execute(f"SELECT id, path, title, ext, sha256 FROM documents WHERE id IN ({ids})"):
+            doc_id, path, title, ext, sha256 = row
+            known[doc_id] = _Ranked(doc_id, path, title, ext, sha256, 0.0)
+
+
+def _snippets(
+    conn: sqlite3.Connection, hits: list[_Ranked], best: dict[int, passages.Best], pattern: re.Pattern[str]
+) -> dict[int, str]:
+    """doc_id -> the snippet of each hit, from its best passage (its description or title when the
+    words matched only there)."""
+    if not hits:
+        return {}
+    shown = [best[hit.doc_id].passage_id for hit in hits if hit.doc_id in best]
+    texts = passages.texts(conn, shown, SNIPPET_SCAN_CHARS)
+    sql = _FALLBACK_SQL.format(ids=",".join(str(hit.doc_id) for hit in hits))
+    snippets = {}
+    for rowid, title, description in conn.execute(sql):
+        found = best.get(rowid)
+        text = texts.get(found.passage_id) if found is not None else None
+        snippets[rowid] = snippet_window(text, pattern, description or title)
+    return snippets
+
+
 def _referenced(conn: sqlite3.Connection, ranked: list[_Ranked]) -> list[_Ranked]:
     """`ranked` with the reference prior applied to each score, in its new order."""
     names = {hit.doc_id: stem(hit.path).lower() for hit in ranked}
@@ -361,12 +415,7 @@ def _fuse(
     for rank, (doc_id, _) in enumerate(dense):
         scores[doc_id] = scores.get(doc_id, 0.0) + DENSE_WEIGHT / (RRF_K + rank + 1)
     known = {hit.doc_id: hit for hit in lexical}
-    missing = [doc_id for doc_id in scores if doc_id not in known]
-    for start in range(0, len(missing), 500):
-        ids = ",".join(str(doc_id) for doc_id in missing[start : start + 500])
-        for row in conn.execute(f"SELECT id, path, title, ext, sha256 FROM documents WHERE id IN ({ids})"):
-            doc_id, path, title, ext, sha256 = row
-            known[doc_id] = _Ranked(doc_id, path, title, ext, sha256, 0.0)
+    _add_rows(conn, known, [doc_id for doc_id in scores if doc_id not in known])
     order = sorted(
         (doc_id for doc_id in scores if doc_id in known), key=lambda d: (-scores[d], known[d].path)
     )
@@ -394,11 +443,6 @@ def _fold(ranked: list[_Ranked]) -> tuple[list[_Ranked], dict[int, list[str]]]:
             owner[key] = hit.doc_id
         kept.append(hit)
     return kept, folded
-
-
-def estimate_tokens(value: object) -> int:
-    """A cheap, conservative token estimate: about four characters of JSON per token."""
-    return len(json.dumps(value, ensure_ascii=False)) // 4 + 1
 
 
 def _why_empty(conn: sqlite3.Connection, compiled: CompiledQuery, prefix: str) -> str:

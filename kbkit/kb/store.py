@@ -21,7 +21,17 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
-from kbkit.kb.fields import COLUMNS, count_references, partly_indexed_sql, record_references, references
+from kbkit.kb import passages
+from kbkit.kb.fields import (
+    COLUMNS,
+    capped,
+    count_references,
+    partly_indexed_sql,
+    record_references,
+    references,
+    remove,
+)
+from kbkit.kb.parsers import outline_of
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -72,10 +82,13 @@ class Deadline:
         self._conn.set_progress_handler(None, 0)
 
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
 file names each document refers to) and the referenced table (how many documents refer to each).
-Older files are upgraded (MIGRATIONS) or rebuilt."""
+5: the passages and passages_fts tables (each document's sections). Older files are upgraded
+(MIGRATIONS) or rebuilt."""
+FTS_TABLES = ("documents_fts", "passages_fts")
+"""The full-text tables FTS5's integrity check reads."""
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
@@ -92,12 +105,17 @@ CREATE TABLE IF NOT EXISTS referenced (
 """
 
 
+def _statements(conn: sqlite3.Connection, script: str) -> None:
+    """Run each statement of `script` inside the caller's transaction (executescript would commit it)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 def _add_mentions(conn: sqlite3.Connection) -> None:
     """Schema 3 -> 4: the mentions and referenced tables, filled from the indexed text (vectors and
     all else kept)."""
-    for statement in _MENTIONS.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    _statements(conn, _MENTIONS)
     rows = conn.execute("SELECT d.id, d.path, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
     counts: Counter[str] = Counter()
     for doc_id, path, body in rows.fetchall():
@@ -105,7 +123,26 @@ def _add_mentions(conn: sqlite3.Connection) -> None:
     count_references(conn, counts)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _add_mentions}
+def _add_passages(conn: sqlite3.Connection) -> None:
+    """Schema 4 -> 5: the passages of every document, found again from its indexed text (vectors
+    kept). A PDF's page breaks are not in its text: PDFs are dropped, and the next scan adds them
+    back as new documents."""
+    _statements(conn, passages.SCHEMA)
+    passages.clear(conn)
+    counts: Counter[str] = Counter()
+    rows = conn.execute("SELECT d.id, d.ext, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
+    for doc_id, ext, body in rows.fetchall():
+        outline = outline_of(ext, body or "")
+        if outline is None:
+            remove(conn, doc_id, counts)
+            conn.execute("DELETE FROM embeddings WHERE doc_id = ?", (doc_id,))
+            conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+        else:
+            passages.write(conn, doc_id, capped(body or ""), outline)
+    count_references(conn, counts)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _add_mentions, 4: _add_passages}
 """Schema version -> the step to the next one, for changes that need no rescan (or re-embedding)."""
 
 _SCHEMA = f"""
@@ -133,6 +170,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
     tokenize = 'porter unicode61 remove_diacritics 2'
 );
 {_MENTIONS}
+{passages.SCHEMA}
 CREATE TABLE IF NOT EXISTS embeddings (
     doc_id      INTEGER NOT NULL,
     chunk       INTEGER NOT NULL,
@@ -382,7 +420,8 @@ class Store:
         try:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
             try:
-                conn.execute("INSERT INTO documents_fts(documents_fts) VALUES('integrity-check')")
+                for table in FTS_TABLES:
+                    conn.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
@@ -390,7 +429,8 @@ class Store:
         return None
 
     def _rebuild_fts(self) -> None:
-        """FTS5 'rebuild' from the stored text; when that text is damaged too, the whole file."""
+        """FTS5 'rebuild' from the stored text; when that text is damaged too, or the damage is in
+        the passages (contentless: nothing to rebuild them from), the whole file."""
         conn = self.connect()
         try:
             conn.execute("INSERT INTO documents_fts(documents_fts) VALUES('rebuild')")

@@ -32,8 +32,9 @@ from kbkit.server.tools import KB_TOOLS, KbTool
 
 INSTRUCTIONS = (
     "This server holds the team's knowledge base (docs, ADRs, runbooks). Use the `search` tool to "
-    "find documents, then read them as resources (kb://doc/<path>) or with get_document. Cite the "
-    "kb://doc/ URI of what you used. kb://topic/<folder> lists the documents under a folder."
+    "find documents, then read the part a hit points at with get_document (its path and offset); "
+    "resources (kb://doc/<path>) hold whole documents. Cite the kb://doc/ URI of what you used. "
+    "kb://topic/<folder> lists the documents under a folder."
 )
 
 T = TypeVar("T")

@@ -16,17 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp.types as types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kbkit.errors import KbkitError
+from kbkit.kb import reads
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.documents import TEXT_CAP
 from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, MAX_LIMIT, MIN_MAX_TOKENS
 from kbkit.kb.uris import doc_uri
 from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
-
-CAP = f"{TEXT_CAP >> 20} MiB"
-"""The text cap as tool descriptions state it."""
 
 
 class _Args(BaseModel):
@@ -36,55 +33,60 @@ class _Args(BaseModel):
 class SearchArgs(_Args):
     query: str = Field(description="What to look for, in plain words; punctuation and operators are fine.")
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Most hits to return.")
-    path_prefix: str | None = Field(
-        None, description="Only documents whose path (relative to the kb folder) starts with this."
-    )
+    path_prefix: str = Field("", description="Only documents whose path starts with this.")
     max_tokens: int = Field(
         DEFAULT_MAX_TOKENS,
         ge=MIN_MAX_TOKENS,
-        description="Token budget for the reply; hits past it are dropped and `truncated` says so.",
+        description="Token budget for the reply; hits past it are dropped.",
     )
+
+    @field_validator("path_prefix", mode="before")
+    @classmethod
+    def _no_prefix(cls, value: object) -> object:
+        """null means no prefix, as it did when the schema allowed it (the schema says string:
+        some agents show an optional string offered as string-or-null as of unknown type)."""
+        return "" if value is None else value
 
 
 class SearchHit(BaseModel):
     path: str
     title: str
-    score: float = Field(description="Relevance relative to the best hit: 1.0 for the first, lower below.")
+    score: float
+    section: str
+    offset: int
     snippet: str
-    uri: str | None = Field(None, description="kb://doc/... when the document can be read as a resource.")
-    folded: list[str] = Field(
-        [], description="Near-copies of this hit (same file name and title, or same bytes) left out."
-    )
+    uri: str = ""
+    folded: list[str] = []
 
 
 class SearchOutput(BaseModel):
     results: list[SearchHit]
-    truncated: bool = Field(description="True when max_tokens cut the list.")
-    note: str | None = Field(
-        None, description="Why the list is empty or was cut, and how far indexing has got while it runs."
-    )
+    truncated: bool
+    note: str = ""
 
 
 class GetDocumentArgs(_Args):
     path: str = Field(description="Path relative to the kb folder, as `search` returns it.")
-    offset: int = Field(
-        0, ge=0, description="Start at this character of the text (for reading on after a cut)."
+    offset: int = Field(0, ge=0, description="Start here: a search hit's offset, or next_offset.")
+    max_tokens: int = Field(
+        reads.DEFAULT_MAX_TOKENS,
+        ge=reads.MIN_MAX_TOKENS,
+        le=reads.MAX_MAX_TOKENS,
+        description="Token budget for the text.",
     )
 
 
 class DocumentOutput(BaseModel):
-    """Everything about the text but the text, which is the result's last text block."""
-
+    # Everything about the text but the text, which is the result's last text block.
     path: str
-    uri: str | None = Field(None, description="kb://doc/... when the document is also offered as a resource.")
+    uri: str = ""
     media_type: str
-    truncated: bool = Field(
-        description=f"True when the text was cut (at {CAP}, or to fit one reply); read on from next_offset."
-    )
-    size: int = Field(description="The file's size in bytes.")
-    offset: int = 0
-    next_offset: int | None = None
-    note: str | None = Field(None, description="How to read on, when the text was cut.")
+    section: str
+    truncated: bool
+    size: int
+    offset: int
+    next_offset: int = 0
+    note: str = ""
 
 
 IndexingNote = Callable[[], str | None]
@@ -108,10 +110,11 @@ def _search(kb: KnowledgeBase, args: SearchArgs, indexing: IndexingNote) -> dict
 
 
 def _get_document(kb: KnowledgeBase, args: GetDocumentArgs, indexing: IndexingNote) -> dict[str, Any]:
-    doc = kb.load(args.path, offset=args.offset)
+    doc = kb.load(args.path, offset=args.offset, max_tokens=args.max_tokens)
     out: dict[str, Any] = {
         "path": doc.path,
         "media_type": doc.media_type,
+        "section": doc.section,
         "text": doc.text,
         "truncated": doc.truncated,
         "size": doc.size,
@@ -121,6 +124,7 @@ def _get_document(kb: KnowledgeBase, args: GetDocumentArgs, indexing: IndexingNo
         out["uri"] = doc_uri(doc.path)
     if doc.next_offset is not None:
         out["next_offset"] = doc.next_offset
+        out["note"] = _read_on(doc.next_offset, section_end=doc.stop == "section")
     return out
 
 
@@ -156,7 +160,6 @@ def _document_reply(data: dict[str, Any]) -> types.CallToolResult:
     shown = fit_text(text, room)
     if len(shown) < len(text):
         meta |= {"truncated": True, "next_offset": meta["offset"] + len(shown)}
-    if meta["truncated"]:
         meta["note"] = _read_on(meta["next_offset"])
     return _document_result(meta, shown)
 
@@ -171,7 +174,9 @@ def _document_result(meta: dict[str, Any], text: str) -> types.CallToolResult:
     )
 
 
-def _read_on(next_offset: int) -> str:
+def _read_on(next_offset: int, *, section_end: bool = False) -> str:
+    if section_end:
+        return f"that is the whole section; the document goes on at offset={next_offset}"
     return f"the text was cut; call get_document again with offset={next_offset} for the rest"
 
 
@@ -223,10 +228,10 @@ KB_TOOLS: dict[str, KbTool] = {
             name="search",
             title="Search the knowledge base",
             description=(
-                "Ranked full-text search over the team's indexed documents (BM25, fused with meaning when "
-                "hybrid search is on). Returns path, title, score (1.0 = best hit), a snippet and a "
-                "kb://doc/ URI per hit; read a hit with resources/read on its URI "
-                "(or get_document). Write the query in plain words."
+                "Ranked search over the team's docs, one hit per document: path, title, score (1.0 = "
+                "best), section (heading path of the best-matching part), offset (where that section "
+                "starts) and a snippet from it. Then call get_document with the hit's path and offset "
+                "to read that section instead of the whole document."
             ),
             args=SearchArgs,
             output=SearchOutput,
@@ -237,10 +242,10 @@ KB_TOOLS: dict[str, KbTool] = {
             name="get_document",
             title="Read a document",
             description=(
-                "The text of any file under the kb folder with a supported extension, indexed or not, "
-                "by its path relative to that folder. The reply is a JSON block (path, size, truncated, "
-                f"next_offset), then the text. A text over {CAP}, or over what one reply carries, is "
-                "cut: `truncated` says so and `next_offset` is where to read on."
+                "Read a file under the kb folder by its path (indexed or not). From a search hit's "
+                "offset it returns that section with its subsections; from 0 it reads the document "
+                "from the start. At most max_tokens of text; next_offset says where to read on. The "
+                "reply is a JSON block (section, truncated, next_offset, ...), then the text."
             ),
             args=GetDocumentArgs,
             output=DocumentOutput,

@@ -1,0 +1,245 @@
+"""The agent loop on large pages: search, then one read. How often the answer is in what was read,
+and how many tokens the read cost.
+
+The questions (`bench/agent_loop_questions.json`) each ask about one section of a cpp-docs page
+over 50 KB; each names the page, the end of the answer section's heading path and a phrase of that
+section (`evidence`). The answer counts as read when the text read is from that page and holds the
+phrase inside that section. Three ways of answering, on the same index and questions in one run:
+
+- **kbkit sections**: `search` with the agent defaults (limit 10, max_tokens 4000), then one
+  `get_document` of the top hit from its `offset` with the default max_tokens (8,000).
+- **whole document (before)**: what kbkit did before sections: the top hit of a document-level
+  ranking (BM25 with the reference prior, no passages), read whole from offset 0 (at most 1 MiB).
+- **chunks (bm25s)**: a plain chunked-retrieval baseline: every document cut into fixed chunks of
+  512 tokens (2,048 characters, kbkit's four characters a token), ranked by bm25s (English stop
+  words, Snowball stemmer), the top chunk read.
+
+Tokens are estimated as kbkit estimates them (`estimate_tokens`: JSON characters / 4).
+
+    .venv/bin/python bench/agent_loop.py [--data DIR] [--questions FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from _peers import Bm25sPeer
+from _util import MachineWatch, data_dir, percentile, print_table, unpack, verdict, write_project
+
+from kbkit.config import load_settings
+from kbkit.kb import search as kb_search
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.reads import DEFAULT_MAX_TOKENS
+from kbkit.kb.sections import Layout
+from kbkit.kb.tokens import estimate_tokens
+
+QUESTIONS = Path(__file__).resolve().parent / "agent_loop_questions.json"
+KB_FOLDER = "cpp-docs"
+CHUNK_CHARS = 512 * 4
+ANSWERED_TARGET = 0.80
+MEDIAN_TOKENS_TARGET = 2000
+
+
+@dataclass(frozen=True)
+class Question:
+    question: str
+    path: str
+    section: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class Read:
+    """What one way of answering read for a question: a span of one page, and its tokens."""
+
+    path: str
+    start: int
+    end: int
+    tokens: int
+    search_tokens: int = 0
+
+
+Answerer = Callable[[Question], Read | None]
+
+
+def load_questions(path: Path = QUESTIONS) -> list[Question]:
+    items = json.loads(path.read_text(encoding="utf-8"))["questions"]
+    return [Question(**item) for item in items]
+
+
+def answer_spans(kb: KnowledgeBase, question: Question) -> list[tuple[int, int]]:
+    """Where the evidence stands inside the answer section (every section whose heading path ends
+    with `question.section`); an empty list is a broken question and stops the run."""
+    doc = kb.load(question.path)
+    layout = Layout(len(doc.text), doc.outline)
+    spans = []
+    for section in layout.spans:
+        if section.path == question.section or section.path.endswith(" > " + question.section):
+            at = doc.text.find(question.evidence, section.start, section.end)
+            if at >= 0:
+                spans.append((at, at + len(question.evidence)))
+    return spans
+
+
+def sections_answerer(kb: KnowledgeBase) -> Answerer:
+    def answer(question: Question) -> Read | None:
+        result = kb.search(question.question)
+        if not result.results:
+            return None
+        top = result.results[0]
+        doc = kb.load(top.path, offset=top.offset, max_tokens=DEFAULT_MAX_TOKENS)
+        return Read(
+            top.path,
+            top.offset,
+            top.offset + len(doc.text),
+            estimate_tokens(doc.text),
+            estimate_tokens(result.to_dict()),
+        )
+
+    return answer
+
+
+@contextmanager
+def document_ranking() -> Iterator[None]:
+    """kbkit's ranking as it was before passages: document BM25 and the reference prior alone."""
+    weight = kb_search.PASSAGE_WEIGHT
+    kb_search.PASSAGE_WEIGHT = 0.0
+    try:
+        yield
+    finally:
+        kb_search.PASSAGE_WEIGHT = weight
+
+
+def whole_document_answerer(kb: KnowledgeBase) -> Answerer:
+    def answer(question: Question) -> Read | None:
+        with document_ranking():
+            result = kb.search(question.question)
+        if not result.results:
+            return None
+        top = result.results[0]
+        doc = kb.load(top.path)  # offset 0, cut at 1 MiB: what get_document returned before
+        return Read(top.path, 0, len(doc.text), estimate_tokens(doc.text), estimate_tokens(result.to_dict()))
+
+    return answer
+
+
+class Chunks:
+    """Fixed-size chunks of every indexed document, ranked by bm25s."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.spans: dict[str, tuple[str, int, int, str]] = {}
+        triples = []
+        for item in kb.list_servable():
+            doc = kb.load(item.path)
+            for start in range(0, len(doc.text), CHUNK_CHARS):
+                key = f"{item.path}#{start}"
+                text = doc.text[start : start + CHUNK_CHARS]
+                self.spans[key] = (item.path, start, start + len(text), text)
+                triples.append((key, item.title, text))
+        self.peer = Bm25sPeer(triples)
+
+    def answerer(self) -> Answerer:
+        def answer(question: Question) -> Read | None:
+            keys = self.peer.rank(question.question, 1)
+            if not keys:
+                return None
+            path, start, end, text = self.spans[keys[0]]
+            return Read(path, start, end, estimate_tokens(text))
+
+        return answer
+
+
+def run(
+    answerer: Answerer, questions: list[Question], answers: list[list[tuple[int, int]]]
+) -> dict[str, float]:
+    hits, tokens, search_tokens, right_page = [], [], [], []
+    for question, spans in zip(questions, answers, strict=True):
+        read = answerer(question)
+        page = read is not None and read.path == question.path
+        right_page.append(page)
+        hits.append(page and any(read.start <= a and b <= read.end for a, b in spans) if read else False)
+        tokens.append(float(read.tokens if read else 0))
+        search_tokens.append(float(read.search_tokens if read else 0))
+    return {
+        "answered": statistics.fmean(hits),
+        "right page": statistics.fmean(right_page),
+        "p50": percentile(tokens, 50),
+        "p90": percentile(tokens, 90),
+        "max": max(tokens),
+        "search p50": percentile(search_tokens, 50),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
+    parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the questions file")
+    args = parser.parse_args(argv)
+    archive = data_dir(args.data) / "cpp-docs.tar.gz"
+    questions = load_questions(args.questions)
+    machine = MachineWatch()
+    with tempfile.TemporaryDirectory(prefix="kbkit-agent-loop-") as tmp:
+        root = Path(tmp)
+        unpack(archive, root)
+        write_project(root, KB_FOLDER)
+        kb = KnowledgeBase.open(load_settings(root))
+        try:
+            started = time.perf_counter()
+            report = kb.scan()
+            index_seconds = time.perf_counter() - started
+            answers = [answer_spans(kb, question) for question in questions]
+            broken = [q.question for q, spans in zip(questions, answers, strict=True) if not spans]
+            if broken:
+                raise SystemExit(f"no answer section or evidence found for: {broken}")
+            results = {
+                "kbkit sections (search, then get_document from the hit's offset)": run(
+                    sections_answerer(kb), questions, answers
+                ),
+                "whole document (before: the top hit read from offset 0)": run(
+                    whole_document_answerer(kb), questions, answers
+                ),
+                f"chunks (bm25s, {CHUNK_CHARS // 4}-token chunks, the top chunk read)": run(
+                    Chunks(kb).answerer(), questions, answers
+                ),
+            }
+        finally:
+            kb.close()
+    print(
+        f"cpp-docs: {report.documents} documents indexed in {index_seconds:.1f} s; "
+        f"{len(questions)} questions on pages over 50 KB"
+    )
+    print(f"machine: {machine.note()}")
+    rows = []
+    for name, numbers in results.items():
+        rows.append(
+            [
+                name,
+                f"{numbers['answered']:.2f}",
+                f"{numbers['right page']:.2f}",
+                f"{numbers['p50']:,.0f}",
+                f"{numbers['p90']:,.0f}",
+                f"{numbers['max']:,.0f}",
+                f"{numbers['search p50']:,.0f}" if numbers["search p50"] else "",
+            ]
+        )
+    headers = ["way", "answer read", "top page right", "tokens read p50", "p90", "max", "search reply p50"]
+    print_table(headers, rows)
+    ours = results["kbkit sections (search, then get_document from the hit's offset)"]
+    print(
+        f"\ntargets: answer read >= {ANSWERED_TARGET:.0%}: {verdict(ours['answered'] >= ANSWERED_TARGET)}; "
+        f"median tokens read <= {MEDIAN_TOKENS_TARGET:,}: {verdict(ours['p50'] <= MEDIAN_TOKENS_TARGET)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
