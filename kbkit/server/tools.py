@@ -196,14 +196,10 @@ class KbTool:
             title=self.title,
             description=self.description,
             input_schema=_schema(self.args),
-            output_schema=_schema(self.output),
-            annotations=types.ToolAnnotations(
-                title=self.title,
-                read_only_hint=True,
-                destructive_hint=False,
-                idempotent_hint=True,
-                open_world_hint=False,
-            ),
+            output_schema=_without_defaults(_schema(self.output)),
+            # Read-only says it all: the destructive and idempotent hints mean something only for
+            # tools that write, and the title is said above. Every word here is in every agent's context.
+            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         )
 
     def call(
@@ -264,6 +260,16 @@ def tool_error(message: str) -> types.CallToolResult:
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
     schema: dict[str, Any] = _strip_titles(model.model_json_schema())
     return schema
+
+
+def _without_defaults(node: Any) -> Any:
+    """An output schema without pydantic's `default`s: they say what kbkit fills in when a field is
+    left out of a reply, which is kbkit's business, not the reader's."""
+    if isinstance(node, dict):
+        return {k: _without_defaults(v) for k, v in node.items() if k != "default"}
+    if isinstance(node, list):
+        return [_without_defaults(v) for v in node]
+    return node
 
 
 def _strip_titles(node: Any) -> Any:

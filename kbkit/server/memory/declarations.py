@@ -2,11 +2,12 @@
 context for the whole session, and memory services write long, persuasive descriptions (Hindsight's
 retain, recall and reflect cost about 1,570 tokens). With `[memory] descriptions = "short"` kbkit
 says what retain, recall and reflect do in a sentence of its own, keeps the first sentence of any
-other tool's description, cuts the input schema's description texts to their first sentence, and
-drops `"default": null` and `null` as an optional property's other type (its absence says as
-much), the output schema (kbkit may cut a long reply, which then no longer matches it) and the
-upstream's own `_meta`. Property names, types, required, enums, other defaults and nesting are
-kept as they are (docs/adr/0025). "upstream" passes the service's declarations on untouched.
+other tool's description, and cuts each input-schema text to its first sentence, less what the
+schema says anyway ("Optional", "(default: ...)"). It drops what means nothing more than its
+absence (`"default": null`, `"additionalProperties": true`, `null` as an optional property's
+other type), the output schema (kbkit may cut a long reply, which then no longer matches it) and
+the upstream's own `_meta`. Property names, types, required, enums, other defaults and nesting
+are kept as they are (docs/adr/0025). "upstream" passes the service's declarations on untouched.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ SCHEMA_VALUES = (
 )
 """Keywords whose value is a schema or a list of schemas."""
 _ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.")
+_REDUNDANT = re.compile(r"^\s*Optional[:,]?\s+|\s*\(default:[^)]*\)", re.IGNORECASE)
+"""What a parameter's text repeats of its schema: "Optional" (it is not in `required`) and
+"(default: ...)" (its `default` says it)."""
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
@@ -94,10 +98,10 @@ def short_schema(schema: Any, *, optional: bool = False) -> Any:
     out: dict[str, Any] = {}
     required = schema.get("required") if isinstance(schema.get("required"), list) else []
     for keyword, value in schema.items():
-        if keyword == "default" and value is None:
-            continue
+        if (keyword == "default" and value is None) or (keyword == "additionalProperties" and value is True):
+            continue  # what a schema means when the keyword is absent
         if keyword == "description" and isinstance(value, str):
-            out[keyword] = first_sentence(value, PARAMETER_TEXT_LIMIT)
+            out[keyword] = first_sentence(_REDUNDANT.sub("", value), PARAMETER_TEXT_LIMIT)
         elif keyword == "properties" and isinstance(value, dict):
             out[keyword] = {
                 name: short_schema(sub, optional=name not in required) for name, sub in value.items()
