@@ -1,0 +1,194 @@
+"""The agents' own CLIs read what `kbkit sync` wrote, and connect to `kb`.
+
+Each CLI (tests/peers/agents, pinned) runs offline against one synced project per mode: local
+(`kbkit serve`), relay (`kbkit connect` to a `kbkit serve --http` in the same network namespace)
+and direct HTTP (`remote_transport = "http"`, MCP_TOKEN exported in the agent's environment). A
+user's approvals are given the offline way each agent documents (folder trust, server approval;
+docs/clients.md), and the assertions are what the agent itself reports: the entry read without
+a warning, and connected where the CLI checks health (Codex and Copilot CLI only list it).
+Crush is not here: its npm package downloads its binary at install time (docs/clients.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import TEST_TOKEN, kbkit_command, make_project
+from peers import agents
+
+from kbkit.catalog.clients import CLIENTS
+
+pytestmark = pytest.mark.xdist_group("agents")
+
+PORT = 18080
+"""The shared server's port inside each run's own network namespace, where nothing else binds."""
+MODES = ("local", "relay", "http")
+
+
+@dataclass(frozen=True)
+class Agent:
+    client: str
+    """Its `[sync] clients` name."""
+    cli: str
+    check: tuple[str, ...]
+    """The CLI's own offline report on the `kb` entry."""
+    approve: Callable[[Path, Path], dict[str, str]]
+    """Gives the user's approvals under a fake HOME for a project; extra environment to run with."""
+    connected: str
+    """What the report says when the entry was read and (where it checks) connected."""
+    step: str = ""
+    """What the step `kbkit sync` prints for this agent must say (the approval given here)."""
+    after: tuple[str, ...] = ()
+    """A command the user runs once, before the check (Qwen Code's approval)."""
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _claude(home: Path, root: Path) -> dict[str, str]:
+    _write(home / ".claude" / "settings.json", json.dumps({"enableAllProjectMcpServers": True}))
+    return {}
+
+
+def _gemini(home: Path, root: Path) -> dict[str, str]:
+    return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+
+def _codex(home: Path, root: Path) -> dict[str, str]:
+    _write(home / ".codex" / "config.toml", f'[projects.{json.dumps(str(root))}]\ntrust_level = "trusted"\n')
+    return {}
+
+
+def _copilot(home: Path, root: Path) -> dict[str, str]:
+    _write(home / ".copilot" / "config.json", json.dumps({"trustedFolders": [str(root)]}))
+    return {}
+
+
+def _nothing(home: Path, root: Path) -> dict[str, str]:
+    return {}
+
+
+AGENTS = {
+    agent.client: agent
+    for agent in (
+        Agent("claude-code", "claude", ("mcp", "get", "kb"), _claude, "Status: ✔ Connected", "approve"),
+        Agent("gemini", "gemini", ("mcp", "list"), _gemini, "- Connected", "trust"),
+        Agent("codex", "codex", ("mcp", "get", "kb"), _codex, "enabled: true", "trust"),
+        Agent("opencode", "opencode", ("mcp", "list"), _nothing, "connected"),
+        Agent(
+            "qwen",
+            "qwen",
+            ("mcp", "list"),
+            _nothing,
+            "- Connected",
+            "`qwen mcp approve kb`",
+            ("mcp", "approve", "kb"),
+        ),
+        Agent("copilot-cli", "copilot", ("mcp", "get", "kb"), _copilot, "Status: Enabled", "trust"),
+    )
+}
+WARNINGS = ("warning", "skipped", "invalid", "error", "disabled", "pending", "not found")
+
+
+@dataclass(frozen=True)
+class Report:
+    code: int
+    text: str
+
+
+def synced(root: Path, mode: str) -> Path:
+    clients = ", ".join(f'"{name}"' for name in AGENTS)
+    remote = {
+        "local": "",
+        "relay": f'remote_url = "http://127.0.0.1:{PORT}/mcp"\n',
+        "http": f'remote_url = "http://127.0.0.1:{PORT}/mcp"\nremote_transport = "http"\n',
+    }[mode]
+    make_project(root, config=f'[kb]\npath = "docs"\n[sync]\nclients = [{clients}]\n{remote}')
+    (root / ".env.local").write_text(f"MCP_TOKEN={TEST_TOKEN}\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    done = subprocess.run(
+        [*kbkit_command(), "sync", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+def report(agent: Agent, root: Path, home: Path, mode: str) -> Report:
+    """One agent's own report on the `kb` entry, after the approvals a user gives."""
+    home.mkdir(parents=True)
+    env = agents.agent_env(home, **agent.approve(home, root))
+    if mode == "http":
+        env["MCP_TOKEN"] = TEST_TOKEN  # the step sync prints for direct HTTP entries
+    cli = str(agents.executable(agent.cli))
+    serve = None if mode == "local" else (kbkit_command()[0], root, PORT)
+    if agent.after:
+        code, text = agents.run([cli, *agent.after], cwd=root, env=env)
+        assert code == 0, text
+    return Report(*agents.run([cli, *agent.check], cwd=root, env=env, serve=serve))
+
+
+@pytest.fixture(scope="module", params=MODES)
+def reports(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Report]:
+    """Every agent's report for one mode's synced project, the CLIs run concurrently."""
+    mode: str = request.param
+    base = tmp_path_factory.mktemp(f"agents-{mode}")
+    root = synced(base / "project", mode)
+    for name in AGENTS:  # skips (or fails under CI) before any CLI runs when one is missing
+        agents.executable(AGENTS[name].cli)
+    agents.isolated()
+    with ThreadPoolExecutor(len(AGENTS)) as pool:
+        futures = {
+            name: pool.submit(report, a, root, base / f"home-{name}", mode) for name, a in AGENTS.items()
+        }
+        return {name: future.result() for name, future in futures.items()}
+
+
+@pytest.mark.agents
+@pytest.mark.parametrize("client", list(AGENTS))
+def test_the_agent_reads_the_kb_entry_without_a_warning_and_connects(
+    reports: dict[str, Report], client: str
+) -> None:
+    found = reports[client]
+    lines = [
+        line for line in found.text.splitlines() if "kb" in line or "Warning" in line or "Skipped" in line
+    ]
+    assert found.code == 0, found.text
+    assert AGENTS[client].connected in found.text, found.text
+    noisy = [
+        line
+        for line in lines
+        if any(word in line.lower() for word in WARNINGS) and "could not create PATH aliases" not in line
+    ]
+    assert not noisy, found.text
+
+
+@pytest.mark.agents
+def test_copilot_cli_offers_every_tool_of_the_server_by_itself(reports: dict[str, Report]) -> None:
+    assert "Tools: * (all)" in reports["copilot-cli"].text
+
+
+def test_every_agent_here_is_a_row_of_the_client_table() -> None:
+    assert set(AGENTS) <= set(CLIENTS)
+
+
+@pytest.mark.parametrize("client", list(AGENTS))
+def test_the_step_sync_prints_is_the_approval_the_agent_needs(client: str) -> None:
+    """Without the approvals given above each agent leaves `kb` off (Disabled, Pending approval,
+    not configured): the step sync prints for it must say so, and none where none is needed."""
+    step = CLIENTS[client].step("kb")
+    if AGENTS[client].step:
+        assert step is not None and AGENTS[client].step in step, step
+    else:
+        assert step is None
