@@ -192,3 +192,18 @@ def test_the_step_sync_prints_is_the_approval_the_agent_needs(client: str) -> No
         assert step is not None and AGENTS[client].step in step, step
     else:
         assert step is None
+
+
+@pytest.mark.agents
+def test_claude_code_shows_the_relay_s_error_whole(tmp_path: Path) -> None:
+    """Claude Code replaces any text equal to one of the server's arguments (`connect`, the URL,
+    the root) with `[redacted]` in what it shows: the relay's own words must not be one of them."""
+    root = synced(tmp_path / "project", "relay")
+    agent = AGENTS["claude-code"]
+    code, text = agents.run(
+        [str(agents.executable(agent.cli)), *agent.check],
+        cwd=root,
+        env=agents.agent_env(tmp_path / "home", **agent.approve(tmp_path / "home", root)),
+    )
+    issue = next(line for line in text.splitlines() if "Issue:" in line)
+    assert "kbkit relay error: cannot reach [redacted]" in issue, text

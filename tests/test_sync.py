@@ -330,7 +330,6 @@ def test_remote_transport_http_refers_to_the_token_in_each_client_s_own_dialect(
         "type": "http",
         "url": "https://kb.example/mcp",
         "headers": {"Authorization": "Bearer ${MCP_TOKEN}"},
-        "tools": ["*"],
     }
     assert read_entry(root, "cursor")["headers"]["Authorization"] == "Bearer ${env:MCP_TOKEN}"
     assert read_entry(root, "vscode")["headers"]["Authorization"] == "Bearer ${env:MCP_TOKEN}"

@@ -73,7 +73,7 @@ class Client:
     """Whether the client's file can hold an HTTP entry at all."""
     extra: tuple[tuple[str, Any], ...] = ()
     """Keys every entry of this client carries besides its shape: a start-up timeout where the
-    client's default is short, Copilot CLI's required `tools`."""
+    client's default is short."""
     approval: Approval | None = None
     caveat: str | None = None
     """The one step the user takes in the agent itself before the kb server works there
@@ -92,11 +92,6 @@ class Client:
         return self.caveat.replace("{server}", server) if self.caveat else None
 
 
-MCP_JSON_EXTRA: tuple[tuple[str, Any], ...] = (("tools", ["*"]),)
-"""`.mcp.json` is read by Claude Code and GitHub Copilot CLI; Copilot CLI requires `tools` (which
-of the server's tools it offers: all, the server's own allowlist decides) and Claude Code
-ignores keys it does not know."""
-
 CLIENTS: dict[str, Client] = {
     client.name: client
     for client in (
@@ -108,7 +103,6 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "typed",
             "${{{var}}}",
-            extra=MCP_JSON_EXTRA,
             approval=Approval(
                 "list", ("permissions", "allow"), "mcp__{server}__{tool}", ".claude/settings.local.json"
             ),
@@ -302,7 +296,6 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "typed",
             "${{{var}}}",
-            extra=MCP_JSON_EXTRA,
             caveat="confirm folder trust when Copilot CLI first starts here: it skips project servers "
             "in untrusted folders",
             source="github/docs content/copilot/how-tos/copilot-cli/customize-copilot/add-mcp-servers.md",
