@@ -29,9 +29,9 @@ class Approval:
     """Where a client pre-approves tools at project level, and how it names one tool.
 
     kind: `entry` (a list field of the kb entry itself, Kiro and Roo), `list` (names added to a
-    list in a JSON file, kbkit's own names only), `map` (`name: "allow"` members of an object),
-    `policy` (a Gemini policy file that kbkit owns whole). Only tools are ever named, never a
-    whole server: a server-wide rule would approve the memory tools, which write.
+    list in a JSON file, kbkit's own names only), `map` (`name: "allow"` members of an object).
+    Only tools are ever named, never a whole server: a server-wide rule would approve the memory
+    tools, which write.
     """
 
     kind: str
@@ -163,8 +163,11 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "gemini",
             "${{{var}}}",
-            approval=Approval("policy", (), "{tool}", ".gemini/policies/kbkit.toml"),
-            source="google-gemini/gemini-cli docs/tools/mcp-server.md, docs/reference/policy-engine.md",
+            approval=Approval("list", ("tools", "allowed"), "mcp_{server}_{tool}"),
+            caveat="trust the folder when Gemini CLI asks (or /permissions): in an untrusted folder it "
+            "starts no project server",
+            source="google-gemini/gemini-cli docs/tools/mcp-server.md, docs/cli/trusted-folders.md; "
+            "Gemini CLI 0.61.0 run offline",
         ),
         Client(
             "opencode",
@@ -284,9 +287,11 @@ CLIENTS: dict[str, Client] = {
             "gemini",
             "${{{var}}}",
             extra=(("discoveryTimeoutMs", START_UP_SECONDS * 1000),),
-            caveat="trust the folder if folder trust is on: Qwen Code ignores .qwen/settings.json in "
-            "untrusted folders",
-            source="QwenLM/qwen-code docs/users/features/mcp.md, docs/users/configuration/trusted-folders.md",
+            caveat="run `qwen mcp approve {server}` (Qwen Code 0.24 and later; again after kbkit sync "
+            "changes the entry, as the approval is bound to it): Qwen Code starts a project server only "
+            "once approved; before 0.24: trust the folder if folder trust is on",
+            source="QwenLM/qwen-code docs/users/features/mcp.md, "
+            "docs/users/configuration/trusted-folders.md; Qwen Code 0.24.4 run offline",
         ),
         Client(
             "copilot-cli",
