@@ -505,7 +505,9 @@ def test_json_report_has_a_stable_shape(tmp_path: Path) -> None:
         }
     ]
     assert report["gitignore"] == "updated" and report["problems"] == []
-    assert report["caveats"] == ["Claude Code: approve the project server when Claude Code asks (or in /mcp)"]
+    assert report["caveats"] == [
+        "Claude Code: trust the folder and approve the project server when Claude Code asks (or in /mcp)"
+    ]
     assert report["adopted"] == []
 
 

@@ -106,7 +106,7 @@ CLIENTS: dict[str, Client] = {
             approval=Approval(
                 "list", ("permissions", "allow"), "mcp__{server}__{tool}", ".claude/settings.local.json"
             ),
-            caveat="approve the project server when Claude Code asks (or in /mcp)",
+            caveat="trust the folder and approve the project server when Claude Code asks (or in /mcp)",
             source="code.claude.com/docs: mcp (project scope), settings (permissions), iam",
         ),
         Client(
