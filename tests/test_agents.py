@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import TEST_TOKEN, kbkit_command, make_project
 from peers import agents
+from tiers import kind
 
 from kbkit.catalog.clients import CLIENTS
 
@@ -218,3 +219,27 @@ def test_claude_code_shows_the_relay_s_error_whole(tmp_path: Path) -> None:
     )
     issue = next(line for line in text.splitlines() if "Issue:" in line)
     assert "kbkit relay error: cannot reach [redacted]" in issue, text
+
+
+@pytest.mark.agents
+def test_qwen_code_asks_again_once_sync_changed_the_entry(tmp_path: Path) -> None:
+    """Why Qwen Code's step says "again after kbkit sync changes the entry"."""
+    root = synced(tmp_path / "project", "local")
+    qwen = str(agents.executable("qwen"))
+    env = agents.agent_env(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    assert agents.run([qwen, "mcp", "approve", "kb"], cwd=root, env=env)[0] == 0
+    assert "- Connected" in agents.run([qwen, "mcp", "list"], cwd=root, env=env)[1]
+    (root / "kbkit.toml").write_text(
+        (root / "kbkit.toml").read_text() + f'remote_url = "http://127.0.0.1:{PORT}/mcp"\n', encoding="utf-8"
+    )
+    done = subprocess.run(
+        [*kbkit_command(), "sync", "--root", str(root)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and "qwen mcp approve kb" in done.stdout + done.stderr, done.stderr
+    assert "Pending approval" in agents.run([qwen, "mcp", "list"], cwd=root, env=env)[1]
+
+
+def test_an_agent_s_cli_is_in_the_agents_tier() -> None:
+    argv = ["unshare", "-n", "--", "python", "offline.py", "--", str(agents.BIN / "claude"), "mcp", "list"]
+    assert kind(argv) == "agents"
