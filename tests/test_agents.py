@@ -190,6 +190,7 @@ def problems(client: str, found: Report) -> list[str]:
 
 
 @pytest.mark.agents
+@pytest.mark.timeout(900)  # six CLIs and their servers, asked again while a machine is loaded
 @pytest.mark.parametrize("mode", MODES)
 def test_every_agent_reads_the_kb_entry_without_a_warning_and_connects(mode: str, tmp_path: Path) -> None:
     found = reports(mode, tmp_path)
@@ -217,6 +218,7 @@ def test_claude_code_shows_the_relay_s_error_whole(tmp_path: Path) -> None:
 
 
 @pytest.mark.agents
+@pytest.mark.timeout(600)
 def test_qwen_code_asks_again_once_sync_changed_the_entry(tmp_path: Path) -> None:
     """Why Qwen Code's step says "again after kbkit sync changes the entry"."""
     root = synced(tmp_path / "project", "local")
