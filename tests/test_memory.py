@@ -370,11 +370,12 @@ async def test_over_http_the_switch_attaches_memory_with_a_warning_and_never_for
 @pytest.mark.npm
 async def test_a_third_party_stdio_upstream_from_npm_works(tmp_path) -> None:
     node, entry = require(SERVER_MEMORY, "@modelcontextprotocol/server-memory")
-    config = (
-        f'[kb]\npath = "docs"\n[memory]\ncommand = ["{node}", "{entry}"]\ntimeout = 10\n'
+    own = (  # the user's own file: a command there needs no kbkit trust
+        f'[memory]\ncommand = ["{node}", "{entry}"]\ntimeout = 10\n'
         'tools = ["create_entities", "read_graph"]\nenv = ["MEMORY_FILE_PATH"]\n'
     )
-    root = make_project(tmp_path / "project", config=config)
+    root = make_project(tmp_path / "project")
+    (root / "kbkit.local.toml").write_text(own, encoding="utf-8")
     env = {"HINDSIGHT_API_KEY": KEY, "MEMORY_FILE_PATH": str(tmp_path / "memory.jsonl")}
     async with serve_stdio(root, env=env) as client:
         assert names((await client.list_tools()).tools) == [*KB_TOOLS, "create_entities", "read_graph"]
@@ -395,9 +396,13 @@ async def test_a_third_party_stdio_upstream_from_npm_works(tmp_path) -> None:
 
 
 def stdio_memory_project(tmp_path: Path, *peer_args: str, extra: str = "") -> Path:
+    """A stdio memory command in kbkit.local.toml: the user's own, so it runs without kbkit trust."""
     command = json.dumps([sys.executable, str(PEER), "--stdio", *peer_args])
-    config = f'[kb]\npath = "docs"\n[memory]\ncommand = {command}\ntimeout = 10\n{extra}'
-    return make_project(tmp_path / "project", config=config)
+    root = make_project(tmp_path / "project")
+    (root / "kbkit.local.toml").write_text(
+        f"[memory]\ncommand = {command}\ntimeout = 10\n{extra}", encoding="utf-8"
+    )
+    return root
 
 
 def serve_pid(root: Path) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from kbkit.sync import jsonc
 from kbkit.sync.planner import sync
 from kbkit.sync.preapprove import grants
 from kbkit.sync.render import kbkit_command
+from kbkit.sync.state import entry_hash
 
 pytestmark = pytest.mark.git
 
@@ -55,7 +55,6 @@ def written(root: Path) -> dict[str, str]:
     paths = {CLIENTS[c].path for c in CLIENTS} | {
         ".claude/settings.local.json",
         ".devin/config.local.json",
-        ".gemini/policies/kbkit.toml",
     }
     return {rel: (root / rel).read_text() for rel in sorted(paths) if (root / rel).exists()}
 
@@ -83,11 +82,8 @@ def test_each_agent_gets_exactly_the_read_only_kb_tools_in_its_own_field(tmp_pat
         "get_document",
     ]
     assert read_json(root, ".roo/mcp.json")["mcpServers"]["kb"]["alwaysAllow"] == ["search", "get_document"]
-    policy = tomllib.loads((root / ".gemini/policies/kbkit.toml").read_text())
-    assert policy["rule"] == [
-        {"mcpName": "kb", "toolName": "search", "decision": "allow", "priority": 100},
-        {"mcpName": "kb", "toolName": "get_document", "decision": "allow", "priority": 100},
-    ]
+    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == ["mcp_kb_search", "mcp_kb_get_document"]
+    assert not (root / ".gemini/policies").exists()  # Gemini CLI 0.61 ignores workspace policies
     approvals = [
         *read_json(root, ".claude/settings.local.json")["permissions"]["allow"],
         *read_json(root, ".devin/config.local.json")["permissions"]["allow"],
@@ -95,7 +91,7 @@ def test_each_agent_gets_exactly_the_read_only_kb_tools_in_its_own_field(tmp_pat
         *read_json(root, ".kilo/kilo.json")["permission"],
         *read_json(root, ".kiro/settings/mcp.json")["mcpServers"]["kb"]["autoApprove"],
         *read_json(root, ".roo/mcp.json")["mcpServers"]["kb"]["alwaysAllow"],
-        *(rule["toolName"] for rule in policy["rule"]),
+        *read_json(root, ".gemini/settings.json")["tools"]["allowed"],
     ]
     assert not set(approvals) & set(WHOLE_SERVER)
     for rel, text in written(root).items():
@@ -112,8 +108,7 @@ def test_names_follow_the_server_name_and_the_tool_allowlist(tmp_path: Path) -> 
     assert read_json(root, ".crush.json")["permissions"]["allowed_tools"] == ["mcp_team.kb_search"]
     assert read_json(root, ".kilo/kilo.json")["permission"] == {"team_kb_search": "allow"}  # Kilo sanitizes
     assert read_json(root, ".roo/mcp.json")["mcpServers"]["team.kb"]["alwaysAllow"] == ["search"]
-    (rule,) = tomllib.loads((root / ".gemini/policies/kbkit.toml").read_text())["rule"]
-    assert (rule["mcpName"], rule["toolName"]) == ("team.kb", "search")
+    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == ["mcp_team.kb_search"]
 
 
 def test_a_memory_tool_named_like_a_kb_tool_is_never_pre_approved(tmp_path: Path) -> None:
@@ -153,14 +148,14 @@ def test_the_user_s_own_rules_stay_and_turning_it_off_removes_only_kbkit_s_names
 def test_off_from_the_start_writes_nothing_and_on_then_off_leaves_nothing_behind(tmp_path: Path) -> None:
     root = repo(tmp_path, sync_extra="preapprove = false\n")
     run(root)
-    assert not (root / ".claude").exists() and not (root / ".gemini/policies").exists()
+    assert not (root / ".claude").exists() and "tools" not in read_json(root, ".gemini/settings.json")
     assert "permission" not in read_json(root, ".kilo/kilo.json")
     assert "autoApprove" not in read_json(root, ".kiro/settings/mcp.json")["mcpServers"]["kb"]
     off = written(root)
 
     set_config(root, APPROVING)
     run(root)
-    assert (root / ".claude/settings.local.json").exists() and (root / ".gemini/policies/kbkit.toml").exists()
+    assert (root / ".claude/settings.local.json").exists() and "tools" in read_json(root, ".gemini/settings.json")
     set_config(root, APPROVING, "preapprove = false\n")
     run(root)
     assert written(root) == off  # kbkit's files gone, its keys gone, byte for byte as before
@@ -185,26 +180,25 @@ def test_a_renamed_server_moves_the_names_and_a_second_run_changes_nothing(tmp_p
     assert written(root) == before
 
 
-def test_a_hand_edited_or_foreign_policy_file_is_left_alone_and_reported(tmp_path: Path) -> None:
+def test_the_policy_file_an_earlier_kbkit_wrote_for_gemini_is_taken_away(tmp_path: Path) -> None:
+    """Gemini CLI 0.61 ignores workspace policies: the pre-approval moves to tools.allowed."""
     root = repo(tmp_path, ["gemini"])
-    (root / ".gemini/policies").mkdir(parents=True)
-    foreign = '[[rule]]\ntoolName = "run_shell_command"\ndecision = "deny"\npriority = 1\n'
-    (root / ".gemini/policies/kbkit.toml").write_text(foreign)
-    report = run(root)
-    conflict = next(o for o in report.outcomes if o.path == ".gemini/policies/kbkit.toml")
-    assert conflict.action == "conflict" and "did not write" in conflict.reason
-    assert (root / ".gemini/policies/kbkit.toml").read_text() == foreign
-    assert run(root, mode="check").problems
-
-    (root / ".gemini/policies/kbkit.toml").unlink()
     run(root)
-    edited = (root / ".gemini/policies/kbkit.toml").read_text().replace('"allow"', '"ask_user"')
-    (root / ".gemini/policies/kbkit.toml").write_text(edited)
-    conflict = next(o for o in run(root).outcomes if o.path == ".gemini/policies/kbkit.toml")
-    assert conflict.action == "conflict" and "edited by hand" in conflict.reason
-    assert (root / ".gemini/policies/kbkit.toml").read_text() == edited
-    run(root, force=True)
-    assert '"ask_user"' not in (root / ".gemini/policies/kbkit.toml").read_text()
+    state = json.loads((root / ".kbkit/sync-state.json").read_text())
+    policy = '[[rule]]\nmcpName = "kb"\ntoolName = "search"\ndecision = "allow"\npriority = 100\n'
+    (root / ".gemini/policies").mkdir(parents=True)
+    (root / ".gemini/policies/kbkit.toml").write_text(policy)
+    state["entries"]["gemini:preapprove"] = {
+        "path": ".gemini/policies/kbkit.toml",
+        "key": [],
+        "sha256": entry_hash(policy),
+        "created_file": True,
+        "items": ["search"],
+    }
+    (root / ".kbkit/sync-state.json").write_text(json.dumps(state))
+    run(root)
+    assert not (root / ".gemini/policies/kbkit.toml").exists()
+    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == ["mcp_kb_search", "mcp_kb_get_document"]
 
 
 def test_a_field_of_the_wrong_type_is_reported_and_left_as_it_is(tmp_path: Path) -> None:
@@ -220,7 +214,7 @@ def test_a_field_of_the_wrong_type_is_reported_and_left_as_it_is(tmp_path: Path)
 def test_every_pre_approval_file_is_kept_out_of_git(tmp_path: Path) -> None:
     root = repo(tmp_path)
     run(root)
-    paths = [".claude/settings.local.json", ".devin/config.local.json", ".gemini/policies/kbkit.toml"]
+    paths = [".claude/settings.local.json", ".devin/config.local.json", ".gemini/settings.json"]
     result = subprocess.run(["git", "-C", str(root), "check-ignore", *paths], capture_output=True, text=True)
     assert sorted(result.stdout.split()) == sorted(paths)
 
@@ -231,9 +225,9 @@ def test_pre_approval_files_match_the_golden_files(tmp_path: Path) -> None:
     root = repo(tmp_path, list(CLIENTS))
     run(root)
     separate = [g for g in grants(load_settings(root), list(CLIENTS)) if g.path != CLIENTS[g.client].path]
-    assert {g.client for g in separate} == {"claude-code", "devin", "gemini"}
+    assert {g.client for g in separate} == {"claude-code", "devin"}
     for grant in separate:
-        ext = "toml" if grant.kind == "policy" else "json"
+        ext = "json"
         text = (root / grant.path).read_text()
         text = text.replace(str(root.resolve()), "/ROOT").replace(kbkit_command()[0], "/VENV/bin/kbkit")
         assert text == (GOLDEN / f"{grant.client}.preapprove.{ext}").read_text(), grant.client

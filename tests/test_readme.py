@@ -49,6 +49,8 @@ def test_the_setup_installs_every_extra_and_peer_the_tests_use() -> None:
     assert set(installed.group(1).split(",")) == set(extras) - {"bench"}  # the benchmarks' peers are not tests'
     assert "npm ci --prefix tests/peers/npm" in setup
     assert (ROOT / "tests" / "peers" / "npm" / "package-lock.json").is_file()
+    assert "npm install --prefix tests/peers/agents --no-save" in setup  # the lock's versions, kept as is
+    assert (ROOT / "tests" / "peers" / "agents" / "package-lock.json").is_file()
 
 
 def test_mypy_is_strict_over_the_library_and_the_benchmarks() -> None:

@@ -330,7 +330,6 @@ def test_remote_transport_http_refers_to_the_token_in_each_client_s_own_dialect(
         "type": "http",
         "url": "https://kb.example/mcp",
         "headers": {"Authorization": "Bearer ${MCP_TOKEN}"},
-        "tools": ["*"],
     }
     assert read_entry(root, "cursor")["headers"]["Authorization"] == "Bearer ${env:MCP_TOKEN}"
     assert read_entry(root, "vscode")["headers"]["Authorization"] == "Bearer ${env:MCP_TOKEN}"
@@ -506,7 +505,9 @@ def test_json_report_has_a_stable_shape(tmp_path: Path) -> None:
         }
     ]
     assert report["gitignore"] == "updated" and report["problems"] == []
-    assert report["caveats"] == ["Claude Code: approve the project server when Claude Code asks (or in /mcp)"]
+    assert report["caveats"] == [
+        "Claude Code: trust the folder and approve the project server when Claude Code asks (or in /mcp)"
+    ]
     assert report["adopted"] == []
 
 

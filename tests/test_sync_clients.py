@@ -75,7 +75,7 @@ def test_claude_code_and_copilot_cli_share_one_mcp_json_entry(tmp_path: Path) ->
         ("copilot-cli", "created"),
     ]
     kb = read_entry(root, "claude-code")
-    assert kb["type"] == "stdio" and kb["tools"] == ["*"]  # Copilot CLI requires `tools`
+    assert kb["type"] == "stdio" and "tools" not in kb  # Claude Code skips an entry whose tools are strings
     (root / "kbkit.toml").write_text(
         '[kb]\npath = "docs"\n[sync]\nclients = ["copilot-cli"]\npreapprove = false\n'
     )

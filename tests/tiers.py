@@ -23,10 +23,13 @@ TIERS: dict[str, str] = {
     "git": "runs git (itself, or through kbkit sync and kbkit skills)",
     "processes": "starts kbkit (forked or its console script), a Python peer, ruff or mypy; and git",
     "npm": "runs a Node.js peer from npm (the MCP Inspector, the skills CLI, server-memory); and the above",
+    "agents": "runs a coding agent's own CLI (tests/peers/agents: Claude Code, Gemini CLI, ...); and the above",
     "wheel": "builds kbkit's sdist or wheel, or installs kbkit into a fresh virtualenv; and the above",
 }
 """The outside-in tiers, by what their tests start, each allowed what the ones before it start."""
 RANK = [FAST, *TIERS]
+AGENTS_MODULES = os.path.join("peers", "agents", "node_modules")
+"""Where tests/setup.sh installs the agents' CLIs: a command line naming one is in the `agents` tier."""
 
 
 def register(config: pytest.Config) -> None:
@@ -55,6 +58,8 @@ def assign(items: list[pytest.Item]) -> None:
 def kind(argv: list[str]) -> str:
     """The tier a command line belongs to."""
     program = os.path.basename(argv[0]) if argv else ""
+    if any(AGENTS_MODULES in part for part in argv):
+        return "agents"
     if program == "git":
         return "git"
     if program in ("node", "npm", "npx") or any("node_modules" in part for part in argv[:2]):

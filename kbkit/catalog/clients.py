@@ -29,9 +29,9 @@ class Approval:
     """Where a client pre-approves tools at project level, and how it names one tool.
 
     kind: `entry` (a list field of the kb entry itself, Kiro and Roo), `list` (names added to a
-    list in a JSON file, kbkit's own names only), `map` (`name: "allow"` members of an object),
-    `policy` (a Gemini policy file that kbkit owns whole). Only tools are ever named, never a
-    whole server: a server-wide rule would approve the memory tools, which write.
+    list in a JSON file, kbkit's own names only), `map` (`name: "allow"` members of an object).
+    Only tools are ever named, never a whole server: a server-wide rule would approve the memory
+    tools, which write.
     """
 
     kind: str
@@ -73,7 +73,7 @@ class Client:
     """Whether the client's file can hold an HTTP entry at all."""
     extra: tuple[tuple[str, Any], ...] = ()
     """Keys every entry of this client carries besides its shape: a start-up timeout where the
-    client's default is short, Copilot CLI's required `tools`."""
+    client's default is short."""
     approval: Approval | None = None
     caveat: str | None = None
     """The one step the user takes in the agent itself before the kb server works there
@@ -92,11 +92,6 @@ class Client:
         return self.caveat.replace("{server}", server) if self.caveat else None
 
 
-MCP_JSON_EXTRA: tuple[tuple[str, Any], ...] = (("tools", ["*"]),)
-"""`.mcp.json` is read by Claude Code and GitHub Copilot CLI; Copilot CLI requires `tools` (which
-of the server's tools it offers: all, the server's own allowlist decides) and Claude Code
-ignores keys it does not know."""
-
 CLIENTS: dict[str, Client] = {
     client.name: client
     for client in (
@@ -108,11 +103,10 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "typed",
             "${{{var}}}",
-            extra=MCP_JSON_EXTRA,
             approval=Approval(
                 "list", ("permissions", "allow"), "mcp__{server}__{tool}", ".claude/settings.local.json"
             ),
-            caveat="approve the project server when Claude Code asks (or in /mcp)",
+            caveat="trust the folder and approve the project server when Claude Code asks (or in /mcp)",
             source="code.claude.com/docs: mcp (project scope), settings (permissions), iam",
         ),
         Client(
@@ -169,8 +163,11 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "gemini",
             "${{{var}}}",
-            approval=Approval("policy", (), "{tool}", ".gemini/policies/kbkit.toml"),
-            source="google-gemini/gemini-cli docs/tools/mcp-server.md, docs/reference/policy-engine.md",
+            approval=Approval("list", ("tools", "allowed"), "mcp_{server}_{tool}"),
+            caveat="trust the folder when Gemini CLI asks (or /permissions): in an untrusted folder it "
+            "starts no project server",
+            source="google-gemini/gemini-cli docs/tools/mcp-server.md, docs/cli/trusted-folders.md; "
+            "Gemini CLI 0.61.0 run offline",
         ),
         Client(
             "opencode",
@@ -290,9 +287,11 @@ CLIENTS: dict[str, Client] = {
             "gemini",
             "${{{var}}}",
             extra=(("discoveryTimeoutMs", START_UP_SECONDS * 1000),),
-            caveat="trust the folder if folder trust is on: Qwen Code ignores .qwen/settings.json in "
-            "untrusted folders",
-            source="QwenLM/qwen-code docs/users/features/mcp.md, docs/users/configuration/trusted-folders.md",
+            caveat="run `qwen mcp approve {server}` (Qwen Code 0.24 and later; again after kbkit sync "
+            "changes the entry, as the approval is bound to it): Qwen Code starts a project server only "
+            "once approved; before 0.24: trust the folder if folder trust is on",
+            source="QwenLM/qwen-code docs/users/features/mcp.md, "
+            "docs/users/configuration/trusted-folders.md; Qwen Code 0.24.4 run offline",
         ),
         Client(
             "copilot-cli",
@@ -302,7 +301,6 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "typed",
             "${{{var}}}",
-            extra=MCP_JSON_EXTRA,
             caveat="confirm folder trust when Copilot CLI first starts here: it skips project servers "
             "in untrusted folders",
             source="github/docs content/copilot/how-tos/copilot-cli/customize-copilot/add-mcp-servers.md",

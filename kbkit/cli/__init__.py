@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from kbkit import __version__
-from kbkit.cli import connect, doctor, index, init, search, serve, skills, sync
+from kbkit.cli import connect, doctor, index, init, search, serve, skills, sync, trust
 from kbkit.cli.boundary import KbkitGroup
 
 app = typer.Typer(
@@ -31,6 +31,7 @@ for command in (
     sync.sync,
     connect.connect,
     doctor.doctor,
+    trust.trust,
 ):
     app.command()(command)
 app.add_typer(skills.app, name="skills")

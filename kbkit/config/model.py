@@ -266,7 +266,9 @@ class Memory(Section):
         "the memory MCP endpoint (streamable HTTP); a {bank} in it is replaced by bank",
         example="https://api.hindsight.vectorize.io/mcp/{bank}/",
     )
-    command: Names = key((), "or, instead of url: a command that runs the memory MCP server over stdio")
+    command: Names = key(
+        (), "or, instead of url: a stdio memory MCP server command (in kbkit.toml: after `kbkit trust`)"
+    )
     bank: Text = key(
         "default", "the memory bank name, for {bank} in url (no effect without one)", example="my-team"
     )

@@ -12,7 +12,20 @@ def check_memory(ctx: Context) -> list[Finding]:
     memory = ctx.settings.memory
     if not memory.configured:
         return ok("memory", "off: no [memory] section (session memory is optional)")
+    waiting = _memory_trust(ctx.settings)
+    if waiting:
+        return waiting + _memory_bank(memory)
     return _memory_connection(ctx.settings) + _memory_bank(memory)
+
+
+def _memory_trust(settings: Settings) -> list[Finding]:
+    """A [memory] command from kbkit.toml that this machine has not allowed: never run, even here."""
+    from kbkit.config.trust import TRUST_COMMAND, command_trust
+
+    trust = command_trust(settings)
+    if trust is None or trust.allowed:
+        return []
+    return [Finding("memory", "warn", f"off: {trust.waiting()}", f"review the command, then {TRUST_COMMAND}")]
 
 
 def _memory_connection(settings: Settings) -> list[Finding]:

@@ -14,7 +14,7 @@ from kbkit.diagnostics.memory import check_memory
 from kbkit.diagnostics.project import check_config, check_index, check_state_dir
 from kbkit.diagnostics.search import check_parsers, check_search
 from kbkit.diagnostics.skills import check_skills
-from kbkit.diagnostics.sync import check_client_commands, check_sync
+from kbkit.diagnostics.sync import check_client_commands, check_client_entries, check_sync
 from kbkit.errors import KbkitError
 
 CHECKS: list[Check] = [
@@ -103,6 +103,13 @@ CHECKS: list[Check] = [
         "a client config runs a kbkit that no longer exists (a moved or deleted virtualenv)",
         "reinstall kbkit, then `kbkit sync`",
         check_client_commands,
+    ),
+    Check(
+        "client-entries",
+        "an agent lists no kb server though its file has one, or asks before every kb tool",
+        "an entry or file that agent's version refuses or ignores (an older kbkit's, or a hand edit)",
+        "`kbkit sync --force`; the finding names the agent, the key and why",
+        check_client_entries,
     ),
     Check(
         "skills",

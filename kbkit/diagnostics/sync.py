@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kbkit.diagnostics.base import Context, Finding, ok
 from kbkit.errors import KbkitError
 from kbkit.fsutil import read_text_file
+
+if TYPE_CHECKING:
+    from kbkit.catalog.clients import Client
+    from kbkit.config import Settings
 
 
 def check_sync(ctx: Context) -> list[Finding]:
@@ -28,26 +33,33 @@ def check_sync(ctx: Context) -> list[Finding]:
     return ok("sync", f"{len(report.outcomes)} client configs fresh and ignored by git") + steps
 
 
+def _entries(settings: Settings) -> list[tuple[Client, Any]]:
+    """Each selected client's `kb` entry as its file holds it now (unreadable files are skipped:
+    the sync check reports them)."""
+    from kbkit.catalog.clients import CLIENTS
+    from kbkit.sync.merge import ConfigText
+
+    found = []
+    for name in settings.sync_clients:
+        client = CLIENTS[name]
+        try:
+            text = read_text_file(settings.root / client.path)
+            if text is None:
+                continue
+            entry = ConfigText(client.format, text, client.path).get((*client.root_key, settings.server_name))
+        except KbkitError:
+            continue
+        found.append((client, entry))
+    return found
+
+
 def check_client_commands(ctx: Context) -> list[Finding]:
     """The kbkit command each client config runs still exists: a moved or deleted virtual
     environment is the most common break after a clone."""
     if ctx.settings is None:
         return []
-    from kbkit.catalog.clients import CLIENTS
-    from kbkit.sync.merge import ConfigText
-
     findings = []
-    for name in ctx.settings.sync_clients:
-        client = CLIENTS[name]
-        try:
-            text = read_text_file(ctx.settings.root / client.path)
-            if text is None:
-                continue
-            entry = ConfigText(client.format, text, client.path).get(
-                (*client.root_key, ctx.settings.server_name)
-            )
-        except KbkitError:
-            continue  # the sync check reports unreadable and unparsable files
+    for client, entry in _entries(ctx.settings):
         command = entry.get("command") if isinstance(entry, dict) else None
         if isinstance(command, list):
             command = command[0] if command else None
@@ -61,3 +73,24 @@ def check_client_commands(ctx: Context) -> list[Finding]:
                 )
             )
     return findings or ok("client-commands", "every configured kbkit command exists")
+
+
+def check_client_entries(ctx: Context) -> list[Finding]:
+    """Each entry, and the project's agent files, against what the agents' own CLIs refuse or
+    ignore (kbkit/catalog/accepts.py): a file can parse and still be skipped by its agent."""
+    if ctx.settings is None:
+        return []
+    from kbkit.catalog.accepts import ignored_files, refusals
+
+    findings = []
+    for client, entry in _entries(ctx.settings):
+        for rule in refusals(client.name, entry) if isinstance(entry, dict) else ():
+            findings.append(
+                Finding("client-entries", "fail", f"{client.path}: {rule.agent} {rule.what}", rule.fix)
+            )
+    for ignored in ignored_files(list(ctx.settings.sync_clients)):
+        if (ctx.settings.root / ignored.path).exists():
+            what = f"{ignored.path}: {ignored.agent} {ignored.what}"
+            findings.append(Finding("client-entries", "warn", what, ignored.fix))
+    unique = list({finding.finding: finding for finding in findings}.values())  # .mcp.json: two clients
+    return unique or ok("client-entries", "every entry has a shape its agent accepts")

@@ -278,7 +278,7 @@ class _Upstream(httpx2.AsyncBaseTransport):
     @staticmethod
     def _error(request: httpx2.Request, status: int, code: int, problem: str) -> httpx2.Response:
         """An HTTP error whose body is a JSON-RPC error (id null: the SDK gives it the request's id)."""
-        error = {"code": code, "message": f"kbkit connect: {problem}"}
+        error = {"code": code, "message": for_agent(problem)}
         return httpx2.Response(status, json={"jsonrpc": "2.0", "id": None, "error": error}, request=request)
 
     def _enter(self, state: str, problem: str) -> None:
@@ -306,7 +306,7 @@ class _Upstream(httpx2.AsyncBaseTransport):
         problem = f"lost the connection to {self.url} before the answer came ({cause}); {RETRY}"
         self.session_lost = True
         self._enter("down", problem)
-        return f"kbkit connect: {problem}"
+        return for_agent(problem)
 
     def _lost(self, exc: httpx2.TransportError) -> None:
         self._down(exc, "lost the connection to")
@@ -370,6 +370,17 @@ def _method_of(request: httpx2.Request) -> str | None:
     except (ValueError, httpx2.RequestNotRead):
         return None
     return body.get("method") if isinstance(body, dict) else None
+
+
+AGENT_PREFIX = "kbkit relay error: "
+"""What starts every error the relay answers. Claude Code shows a server's errors with any text
+equal to one of its arguments replaced by `[redacted]` (`connect`, the URL, the root), so the
+relay's own words are none of them: `kbkit connect:` reached the user as `kbkit [redacted]:`."""
+
+
+def for_agent(problem: str) -> str:
+    """An error message as the agent shows it."""
+    return AGENT_PREFIX + problem
 
 
 def _cause(exc: BaseException) -> str:

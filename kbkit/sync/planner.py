@@ -151,7 +151,8 @@ def sync(
     for owner, grant in wanted.items():
         previous = owned.get(owner)
         if previous is not None and (previous.path, previous.key) != (grant.path, grant.key):
-            _retract_grant(owner, previous, file_for(previous.path, grant.format), force, report, new_owned)
+            fmt = preapprove.recorded_format(previous)
+            _retract_grant(owner, previous, file_for(previous.path, fmt), force, report, new_owned)
             previous = None
         handle = file_for(grant.path, grant.format)
         report.outcomes.append(_place_grant(grant, handle, previous, force, new_owned))
@@ -160,7 +161,7 @@ def sync(
         agent = preapprove.client_of(owner)
         if agent is None or owner in wanted or (only is not None and agent not in only):
             continue
-        fmt = "toml" if not previous.key else "json"
+        fmt = preapprove.recorded_format(previous)
         _retract_grant(owner, previous, file_for(previous.path, fmt), force, report, new_owned)
 
     report.notes = _direct_http_notes(source, selected)

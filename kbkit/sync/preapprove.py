@@ -9,12 +9,14 @@ render.py); the grants here live elsewhere and are owned like entries (docs/adr/
 - `list`: names added to a list (Claude Code and Devin `permissions.allow`, Crush
   `permissions.allowed_tools`); kbkit records the names it added and removes only those.
 - `map`: `"<name>": "allow"` members (Kilo `permission`); a user's own value for a name is theirs.
-- `policy`: a Gemini policy file that kbkit writes whole, refused when another file is in the way.
+
+Earlier kbkit versions wrote Gemini CLI a workspace policy file, `.gemini/policies/kbkit.toml`,
+which Gemini CLI 0.61 ignores; a recorded one is taken away (the pre-approval is now
+`tools.allowed` in `.gemini/settings.json`).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +28,6 @@ from kbkit.sync.state import Owned, entry_hash
 READ_ONLY_KB_TOOLS = frozenset(KB_TOOL_NAMES)
 """The kb tools, all of which only read (readOnlyHint). Anything else is never pre-approved."""
 ALLOW = "allow"
-POLICY_PRIORITY = 100
 
 
 def approved_tools(settings: Settings) -> tuple[str, ...]:
@@ -43,21 +44,22 @@ class Grant:
 
     client: str
     kind: str
-    """list | map | policy"""
+    """list | map"""
     path: str
     key: tuple[str, ...]
     names: tuple[str, ...]
-    text: str = ""
-    """The policy file's whole text (kind policy)."""
 
     @property
     def owner(self) -> str:
         """Its name in the sync state, beside the client's own entry."""
         return owner_of(self.client)
 
-    @property
-    def format(self) -> str:
-        return "toml" if self.kind == "policy" else "json"
+    format = "json"
+
+
+def recorded_format(previous: Owned) -> str:
+    """The format of a recorded pre-approval's file: a policy file (no key) is TOML."""
+    return "json" if previous.key else "toml"
 
 
 def owner_of(client: str) -> str:
@@ -76,8 +78,6 @@ def grant_for(client: Client, server: str, tools: tuple[str, ...]) -> Grant | No
         return None
     names = tuple(approval.tool_name(server, tool) for tool in tools)
     path = approval.path or client.path
-    if approval.kind == "policy":
-        return Grant(client.name, "policy", path, approval.key, names, policy_text(server, names))
     return Grant(client.name, approval.kind, path, approval.key, names)
 
 
@@ -85,28 +85,6 @@ def grants(settings: Settings, selected: list[str]) -> list[Grant]:
     tools = approved_tools(settings)
     found = (grant_for(CLIENTS[name], settings.server_name, tools) for name in selected)
     return [grant for grant in found if grant is not None]
-
-
-def policy_text(server: str, tools: tuple[str, ...]) -> str:
-    """A Gemini CLI workspace policy allowing exactly these tools of this server (one rule each)."""
-    lines = [
-        "# Written by kbkit sync: the read-only kb tools run without asking. kbkit owns this file;",
-        "# set [sync] preapprove = false in kbkit.toml to remove it.",
-    ]
-    for tool in tools:
-        lines += [
-            "",
-            "[[rule]]",
-            f"mcpName = {_toml_string(server)}",
-            f"toolName = {_toml_string(tool)}",
-            f'decision = "{ALLOW}"',
-            f"priority = {POLICY_PRIORITY}",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _toml_string(value: str) -> str:
-    return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
 # -- placing and retracting ----------------------------------------------------------------------
@@ -121,8 +99,6 @@ def place(
         if previous is not None and (previous.path, previous.key) == (grant.path, grant.key)
         else None
     )
-    if grant.kind == "policy":
-        return _place_policy(grant, config, mine, force)
     current = config.get(grant.key)
     container: type = list if grant.kind == "list" else dict
     if current is not None and not isinstance(current, container):
@@ -155,7 +131,7 @@ def place(
 
 def retract(previous: Owned, config: ConfigText, force: bool) -> str | None:
     """Take kbkit's names (or its policy file) out again; a reason when something is left alone."""
-    if not previous.key:  # a policy file kbkit wrote whole
+    if not previous.key:  # a policy file an earlier kbkit wrote whole
         if not config.text:
             return None
         if entry_hash(config.text) != previous.sha256 and not force:
@@ -174,19 +150,6 @@ def retract(previous: Owned, config: ConfigText, force: bool) -> str | None:
     if previous.created_file and config.holds_nothing_but(()):
         config.text = ""
     return None
-
-
-def _place_policy(
-    grant: Grant, config: ConfigText, mine: Owned | None, force: bool
-) -> tuple[Owned | None, str | None]:
-    """The policy file is kbkit's whole: written when absent or unchanged since kbkit wrote it."""
-    if config.text and not force:
-        if mine is None and config.text != grant.text:
-            return None, "a policy file kbkit did not write is in the way; rename it, or rerun with --force"
-        if mine is not None and entry_hash(config.text) != mine.sha256:
-            return None, "kbkit's policy file was edited by hand; left as it is (--force overwrites it)"
-    config.text = grant.text
-    return Owned(grant.path, (), entry_hash(grant.text), True, grant.names), None
 
 
 def _missing_prefix(config: ConfigText, key: tuple[str, ...]) -> tuple[str, ...]:

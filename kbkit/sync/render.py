@@ -105,7 +105,7 @@ def render_entry(client: Client, source: EntrySource) -> dict[str, Any]:
 
 
 def _finish(entry: dict[str, Any], client: Client, source: EntrySource) -> dict[str, Any]:
-    """The keys every entry of this client carries (start-up timeout, Copilot CLI's `tools`) and,
+    """The keys every entry of this client carries (a start-up timeout) and,
     where the client approves tools in the entry itself, the pre-approved kb tools by name."""
     for key, value in client.extra:
         entry[key] = value

@@ -58,8 +58,11 @@ class MemoryProxy:
         reserved_names: Iterable[str] = (),
         on_tools_changed: Callable[[], Awaitable[None]] | None = None,
         report: Callable[[str], None] | None = None,
+        waiting: str | None = None,
     ) -> None:
+        """`waiting`: why a `[memory] command` may not run yet (it waits for `kbkit trust`)."""
         self.settings = settings
+        self._waiting = waiting
         self._reserved = set(reserved_names)
         self._on_tools_changed = on_tools_changed
         self._report = report or (lambda line: None)
@@ -75,7 +78,8 @@ class MemoryProxy:
 
     @property
     def enabled(self) -> bool:
-        return self.settings.configured and self._connection.credential.value is not None
+        has_key = self._connection.credential.value is not None
+        return self.settings.configured and self._waiting is None and has_key
 
     @property
     def tools(self) -> list[types.Tool]:
@@ -184,6 +188,8 @@ class MemoryProxy:
     def _initial_status(self) -> MemoryStatus:
         if not self.settings.configured:
             return MemoryStatus("off", "not configured: add a [memory] section with url to kbkit.toml")
+        if self._waiting is not None:
+            return MemoryStatus("off", self._waiting)
         credential = self._connection.credential
         if credential.value is None:
             return MemoryStatus("off", key_problem(credential))
