@@ -13,6 +13,8 @@ from typing import Any
 
 TOKEN_VAR = "MCP_TOKEN"
 """The shared secret of a remote `kbkit serve --http`, named in entries, never written into them."""
+PERSONAL_TOKEN_VAR = "KBKIT_TOKEN"
+"""A personal token (`kbkit token create`): `kbkit connect` sends it before MCP_TOKEN (docs/adr/0031)."""
 RELAY = "relay"
 DIRECT_HTTP = "http"
 REMOTE_TRANSPORTS = (RELAY, DIRECT_HTTP)

@@ -25,7 +25,9 @@ def _path(root: Path | None) -> Path:
 def token_create(
     name: Annotated[str, typer.Argument(help="Whose token: a person or a machine, e.g. alice.")],
     root: RootOption = None,
-    expires: Annotated[int | None, typer.Option("--expires", help="Days until it expires (default: never).")] = None,
+    expires: Annotated[
+        int | None, typer.Option("--expires", help="Days until it expires (default: never).")
+    ] = None,
     scope: Annotated[
         str, typer.Option("--scope", help="read: the kb tools and resources; memory: also the memory tools.")
     ] = "read",

@@ -41,8 +41,8 @@ class AuthPlan:
         lines = []
         if self.shared:
             lines.append(
-                f"auth: shared token {TOKEN_VAR} (principal `shared`; personal tokens name each caller: "
-                "`kbkit token create NAME`)"
+                f"auth: bearer token from {TOKEN_VAR} (principal `shared`; or ?token=, weaker: it lands in "
+                "logs); personal tokens name each caller: `kbkit token create NAME`"
             )
         if self.personal:
             state = "" if self.tokens_file.exists() else " (none yet: `kbkit token create NAME`)"
@@ -107,8 +107,8 @@ def plan_auth(settings: Settings, *, loopback: bool, host: str, log_format: LogF
         )
     if not (shared or exists or oauth or anonymous):
         raise ConfigError(
-            "nothing would let a client in: no personal tokens, no "
-            f"{TOKEN_VAR} and no [server.http.oauth]. Create a token per person with "
+            f"no {TOKEN_VAR} is set, no personal token exists and there is no [server.http.oauth]: "
+            "nothing would let a client in. Create a token per person with "
             f"`kbkit token create NAME` (or add {TOKEN_VAR}=<a long random string> to {ENV_FILE}); "
             f"for local development only, {ANONYMOUS_VAR}=1 runs without auth on loopback"
         )
