@@ -145,7 +145,7 @@ def read_tokens(path: Path) -> tuple[list[TokenRecord], tuple[int, int, int, int
     TokensFileError naming the problem and the fix. A missing file holds no tokens (signature 0s)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no file, or no state folder yet: no tokens
         return [], (0, 0, 0, 0)
     except OSError as exc:
         if os.path.islink(path):
