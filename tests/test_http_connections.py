@@ -31,7 +31,10 @@ MODERN = "2026-07-28"
 HALF_REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 """A request head that never ends: what a slowloris client sends before it stalls."""
 
-pytestmark = [pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc"), pytest.mark.processes]
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc"),
+    pytest.mark.processes,
+]
 
 
 def limited_project(tmp_path: Path, **http: int) -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import cast
 
 from pydantic import AnyHttpUrl
 from starlette.routing import Route
@@ -42,7 +43,9 @@ def gated(
         resource = AnyHttpUrl(policy.audience)
         routes = create_protected_resource_routes(
             resource_url=resource,
-            authorization_servers=[AnyHttpUrl(policy.issuer)],
+            # as a string: the metadata model keeps a path-less issuer without a trailing slash, and
+            # clients compare issuers exactly (RFC 8414); AnyHttpUrl() here would add one
+            authorization_servers=[cast(AnyHttpUrl, policy.issuer)],
             scopes_supported=list(dict.fromkeys([*policy.scopes, policy.memory_scope])),
             resource_name="kbkit knowledge base",
         )
