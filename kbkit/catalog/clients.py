@@ -381,6 +381,19 @@ CLIENTS: dict[str, Client] = {
     )
 }
 
+SIGN_IN: dict[str, str] = {
+    "claude-code": "run /mcp in Claude Code, pick {server} and choose Authenticate (a browser opens)",
+    "cursor": "open Cursor Settings > MCP and click Connect (or Login) beside {server} (a browser opens)",
+    "vscode": "start {server} from .vscode/mcp.json; VS Code asks you to sign in (Accounts menu)",
+    "codex": "run `codex mcp login {server}` (a browser opens)",
+    "gemini": "run /mcp auth {server} in Gemini CLI (a browser opens)",
+}
+"""With `[sync] remote_auth = "oauth"`: the clients that sign in to a remote MCP server by themselves
+(OAuth 2.1 with protected resource metadata), and how; they get a plain URL entry (no header, no
+token). The others run `kbkit connect` with a personal token. Sources: docs/clients.md."""
+REMOTE_AUTHS = ("token", "oauth")
+"""`[sync] remote_auth`: token (a bearer from .env.local or the environment) or oauth (docs/adr/0032)."""
+
 DEFAULT_CLIENTS = ["claude-code", "cursor", "vscode", "zed", "codex", "gemini"]
 
 

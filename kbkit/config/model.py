@@ -279,6 +279,10 @@ class Sync(Section):
         "relay",
         f"relay (kbkit connect reads .env.local) or http (each agent's environment needs {TOKEN_VAR})",
     )
+    remote_auth: Literal["token", "oauth"] = key(
+        "token",
+        "token (a bearer from .env.local) or oauth: agents that sign in by themselves get a plain URL",
+    )
     preapprove: StrictBool = key(
         True, "pre-approve the read-only kb tools (never the memory tools) where an agent allows it"
     )
