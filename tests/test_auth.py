@@ -411,3 +411,35 @@ def test_refused_lines_are_rate_limited_known_principals_are_not() -> None:
     refused = [line for line in lines if " - (-) " in line]
     assert len(refused) == 2 and "+999 refused not logged" in refused[1]
     assert len(lines) - len(refused) == 1000
+
+
+# --- the relay's token -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("environ", "env_file", "expected"),
+    [
+        (
+            {},
+            "KBKIT_TOKEN=kbk_personal\nMCP_TOKEN=shared-secret-0123456789\n",
+            ("kbk_personal", "KBKIT_TOKEN"),
+        ),
+        ({"MCP_TOKEN": "from-env-0123456789"}, "KBKIT_TOKEN=kbk_personal\n", ("kbk_personal", "KBKIT_TOKEN")),
+        ({"KBKIT_TOKEN": "kbk_env"}, "KBKIT_TOKEN=kbk_file\n", ("kbk_env", "KBKIT_TOKEN")),
+        ({}, "MCP_TOKEN=shared-secret-0123456789\n", ("shared-secret-0123456789", "MCP_TOKEN")),
+        ({}, "", (None, "MCP_TOKEN")),
+    ],
+)
+def test_the_relay_sends_a_personal_token_before_the_shared_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], env_file: str, expected: tuple
+) -> None:
+    from kbkit.server.relay import read_token
+
+    for var in ("KBKIT_TOKEN", "MCP_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in environ.items():
+        monkeypatch.setenv(var, value)
+    (tmp_path / ".env.local").write_text(env_file)
+    token = read_token(tmp_path)
+    assert (token.value, token.var) == expected
+    assert (token.value or "kbk_") not in token.describe()
