@@ -18,10 +18,9 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from peers.node import IDP, OIDC_PROVIDER, require
+from test_server_http import INITIALIZE, JSON_HEADERS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.idp, pytest.mark.xdist_group("idp")]
-
-JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
 
 class IdentityProvider:
@@ -132,16 +131,7 @@ async def test_outsiders_scopeless_and_foreign_tokens_are_refused_and_cached_key
     server = oauth_server(tmp_path, idp.issuer)
     try:
         wait_until(lambda: f"oauth: {idp.issuer} answers" in server.stderr(), what="the issuer line")
-        listing = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        listing = INITIALIZE
 
         def post(token: str) -> httpx2.Response:
             return httpx2.post(

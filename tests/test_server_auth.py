@@ -10,12 +10,12 @@ from pathlib import Path
 import httpx2
 import pytest
 from conftest import ERAS, HttpServer, forked_kbkit, http_client, make_project, wait_until
+from test_server_http import INITIALIZE, JSON_HEADERS
 
 from kbkit.server.auth.tokens import create, revoke
 
 pytestmark = [pytest.mark.anyio, pytest.mark.processes]
 
-JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 QUERY = "runbook for the quarterly failover"
 
 
@@ -24,16 +24,7 @@ def bearer(token: str) -> dict[str, str]:
 
 
 def init_body() -> dict:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    return dict(INITIALIZE)
 
 
 @pytest.mark.parametrize("mode", ERAS)
