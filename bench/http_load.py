@@ -45,6 +45,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import anyio
 from _util import (
@@ -225,6 +226,63 @@ async def run_auth(
     ]
     p50s = {name: percentile(tallies[name].latencies or [float("nan")], 50) for name in bearers}
     return rows, p50s
+
+
+async def gate_cost(jwt_token: str, issuer_url: str, repeat: int = 3000) -> list[list[str]]:
+    """The gate alone, in this process: one `tools/call search` request through `AuthGate` to an
+    app that answers at once, per credential; the median of `repeat` runs. No server, no search:
+    what the check itself costs, whatever else the machine is doing."""
+    import statistics
+
+    from kbkit.server.auth.audit import Audit
+    from kbkit.server.auth.gate import AuthGate, GatePolicy
+    from kbkit.server.auth.oauth import JwtVerifier, OAuthPolicy, http_fetch
+    from kbkit.server.auth.tokens import TokenStore
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens.json"
+        bearers = {"shared token": TEST_TOKEN, "personal token": create(tokens, "bench", "read", None)}
+        bearers["OAuth JWT (RS256)"] = jwt_token
+        policy = OAuthPolicy(issuer_url, AUDIENCE, ("kb",), claims={"groups": ("eng",)})
+        gate = AuthGate(
+            app,
+            GatePolicy(
+                shared=TEST_TOKEN, store=TokenStore(tokens), verifier=JwtVerifier(policy, http_fetch())
+            ),
+            Audit("text", lambda line: None),
+        )
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search"}}
+        ).encode()
+
+        async def one(bearer: str) -> None:
+            scope = {"type": "http", "method": "POST", "path": "/mcp", "query_string": b""}
+            scope["headers"] = [(b"authorization", f"Bearer {bearer}".encode())]
+
+            async def receive() -> dict[str, Any]:
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            async def send(message: Any) -> None:
+                if message["type"] == "http.response.start" and message["status"] != 200:
+                    raise RuntimeError(f"the gate refused the bench's {bearer[:4]}... token")
+
+            await gate(scope, receive, send)
+
+        rows = []
+        for name, bearer in bearers.items():
+            times = []
+            for n in range(repeat + 100):  # the first 100: warm-up (the JWT's keys are fetched once)
+                started = time.perf_counter()
+                await one(bearer)
+                if n >= 100:
+                    times.append(time.perf_counter() - started)
+            rows.append([name, f"{statistics.median(times) * 1e6:.0f} µs"])
+        return rows
 
 
 JWKS: list[dict[str, str]] = []
@@ -417,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
                 'scopes = ["kb"]\nclaims = { groups = ["eng"] }\n'
             )
         personal = create(root / ".kbkit" / "tokens.json", "bench", "read", None)
+        gate_rows = anyio.run(gate_cost, jwt_token, issuer_url)
         server = HttpServer(root).wait_ready(timeout=120)
         spy = None
         http_rows: list[list[str]] = []
@@ -475,6 +534,8 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     headers = ["run", "calls", "errors", "p50", "p99", "max", "throughput", "CPU/call server / client"]
+    print_table(["credential", "median per request"], gate_rows, title="the gate alone, in-process")
+    print()
     print_table(headers, auth_rows, title="who is calling: the same load, one server, each credential")
     shared = p50s["shared token"]
     print_table(
