@@ -17,14 +17,20 @@ words. Every call goes through the real `mcp` client:
 Latency is measured in the client (it includes the client's own work). The load generator runs
 on the same machine: on 2 cores it competes with the server, and the table says how much.
 
+- who is calling: the same 32-client load with the shared token, a personal token (`kbk_`, the
+  tokens file) and an OAuth JWT (RS256, from an issuer this script serves on loopback), side by
+  side on one server, in the order A B C C B A so drift over the run falls on each alike.
+
     .venv/bin/python bench/http_load.py [--clients 32] [--calls 200] [--sweep 2,4,8] [--mode auto|legacy]
         [--profile FILE]   # py-spy samples of the HTTP server during the load, summed up by
                            # the deepest kbkit source line on each stack (needs py-spy)
+        [--auth-calls 100] [--auth-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import linecache
 import os
 import random
@@ -33,8 +39,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import anyio
 from _util import (
@@ -53,10 +64,15 @@ from mcp import Client
 from mcp.types import TextContent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import HttpServer, http_client, serve_stdio  # noqa: E402
+from conftest import TEST_TOKEN, HttpServer, http_client, serve_stdio  # noqa: E402
 
 from kbkit.config import load_settings  # noqa: E402
 from kbkit.kb.base import KnowledgeBase  # noqa: E402
+from kbkit.server.auth.tokens import create  # noqa: E402
+
+AUDIENCE = "http://kbkit-bench.invalid/mcp"
+P50_AUTH_TARGET = 1.10
+"""A personal token's or a JWT's p50 within 10 % of the shared token's."""
 
 KB_FOLDER = "cpp-docs"
 P99_TARGET = 0.050
@@ -136,7 +152,14 @@ async def run_http(
 
 
 async def fleet_run(
-    url: str, pid: int, queries: list[str], clients: int, calls: int, mode: str
+    url: str,
+    pid: int,
+    queries: list[str],
+    clients: int,
+    calls: int,
+    mode: str,
+    headers: Mapping[str, str] | None = None,
+    label: str = "",
 ) -> tuple[list[str], Tally]:
     """`clients` connections, each calling `calls` times back to back, all released at once."""
     tally = Tally()
@@ -146,7 +169,7 @@ async def fleet_run(
 
     async def worker(number: int) -> None:
         nonlocal ready
-        async with http_client(url, mode) as client:
+        async with http_client(url, mode, headers) as client:
             await client.call_tool("search", {"query": queries[number % len(queries)]})  # connect + warm
             ready += 1
             if ready == clients:
@@ -165,13 +188,155 @@ async def fleet_run(
             go.set()
         wall = time.perf_counter() - started
     row = summary(
-        f"HTTP, {clients} clients x {calls} calls ({mode})",
+        f"HTTP, {clients} clients x {calls} calls ({mode}){label}",
         tally,
         wall,
         cpu_seconds(pid) - server0,
         own_cpu() - client0,
     )
     return row, tally
+
+
+async def run_auth(
+    url: str, pid: int, queries: list[str], clients: int, calls: int, mode: str, bearers: dict[str, str]
+) -> tuple[list[list[str]], dict[str, float]]:
+    """The same fleet with each credential, in the order A B C C B A; a row per credential, summed."""
+    order = [*bearers, *reversed(bearers)]
+    tallies: dict[str, Tally] = {name: Tally() for name in bearers}
+    walls: dict[str, float] = dict.fromkeys(bearers, 0.0)
+    cpus: dict[str, float] = dict.fromkeys(bearers, 0.0)
+    for name in order:
+        server0, started = cpu_seconds(pid), time.perf_counter()
+        _, tally = await fleet_run(
+            url, pid, queries, clients, calls, mode, {"Authorization": f"Bearer {bearers[name]}"}
+        )
+        walls[name] += time.perf_counter() - started
+        cpus[name] += cpu_seconds(pid) - server0
+        tallies[name].latencies += tally.latencies
+        tallies[name].errors += tally.errors
+    rows = [
+        summary(
+            f"{name}, {clients} clients x {2 * calls} calls ({mode})",
+            tallies[name],
+            walls[name],  # includes each fleet's connecting: throughput is a little low for all three
+            cpus[name],
+            0.0,
+        )
+        for name in bearers
+    ]
+    p50s = {name: percentile(tallies[name].latencies or [float("nan")], 50) for name in bearers}
+    return rows, p50s
+
+
+async def gate_cost(jwt_token: str, issuer_url: str, repeat: int = 3000) -> list[list[str]]:
+    """The gate alone, in this process: one `tools/call search` request through `AuthGate` to an
+    app that answers at once, per credential; the median of `repeat` runs. No server, no search:
+    what the check itself costs, whatever else the machine is doing."""
+    import statistics
+
+    from kbkit.server.auth.audit import Audit
+    from kbkit.server.auth.gate import AuthGate, GatePolicy
+    from kbkit.server.auth.oauth import JwtVerifier, OAuthPolicy, http_fetch
+    from kbkit.server.auth.tokens import TokenStore
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = Path(tmp) / "tokens.json"
+        bearers = {"shared token": TEST_TOKEN, "personal token": create(tokens, "bench", "read", None)}
+        bearers["OAuth JWT (RS256)"] = jwt_token
+        policy = OAuthPolicy(issuer_url, AUDIENCE, ("kb",), claims={"groups": ("eng",)})
+        gate = AuthGate(
+            app,
+            GatePolicy(
+                shared=TEST_TOKEN, store=TokenStore(tokens), verifier=JwtVerifier(policy, http_fetch())
+            ),
+            Audit("text", lambda line: None),
+        )
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search"}}
+        ).encode()
+
+        async def one(bearer: str) -> None:
+            scope = {"type": "http", "method": "POST", "path": "/mcp", "query_string": b""}
+            scope["headers"] = [(b"authorization", f"Bearer {bearer}".encode())]
+
+            async def receive() -> dict[str, Any]:
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            async def send(message: Any) -> None:
+                if message["type"] == "http.response.start" and message["status"] != 200:
+                    raise RuntimeError(f"the gate refused the bench's {bearer[:4]}... token")
+
+            await gate(scope, receive, send)
+
+        rows = []
+        for name, bearer in bearers.items():
+            times = []
+            for n in range(repeat + 100):  # the first 100: warm-up (the JWT's keys are fetched once)
+                started = time.perf_counter()
+                await one(bearer)
+                if n >= 100:
+                    times.append(time.perf_counter() - started)
+            rows.append([name, f"{statistics.median(times) * 1e6:.0f} µs"])
+        return rows
+
+
+JWKS: list[dict[str, str]] = []
+"""The bench issuer's one public key (set by `issuer`)."""
+
+
+class _Issuer(BaseHTTPRequestHandler):
+    """An OAuth issuer on loopback: its metadata and its one signing key (set on the server)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server hook
+        base = f"http://127.0.0.1:{self.server.server_port}"  # type: ignore[attr-defined]  # an HTTPServer
+        documents = {
+            "/.well-known/openid-configuration": {"issuer": base, "jwks_uri": base + "/jwks"},
+            "/jwks": {"keys": [JWKS[0]]},
+        }
+        body = json.dumps(documents.get(self.path, {})).encode()
+        self.send_response(200 if self.path in documents else 404)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the http.server hook
+        pass
+
+
+@contextmanager
+def issuer() -> Iterator[tuple[str, str]]:
+    """(issuer URL, a JWT it signed for AUDIENCE, valid for an hour), served until the block ends."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Issuer)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    JWKS[:] = [{**json.loads(RSAAlgorithm.to_jwk(key.public_key())), "kid": "bench", "alg": "RS256"}]
+    now = int(time.time())
+    claims = {
+        "iss": url,
+        "aud": AUDIENCE,
+        "sub": "bench-agent",
+        "exp": now + 3600,
+        "scope": "kb",
+        "groups": ["eng"],
+    }
+    token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "bench"})
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield url, token
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 async def run_stdio(
@@ -279,6 +444,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", type=Path, help="py-spy samples (raw) of the HTTP server under load")
+    parser.add_argument(
+        "--auth-calls", type=int, default=100, help="calls per client per credential and pass"
+    )
+    parser.add_argument(
+        "--auth-only", action="store_true", help="only the shared / personal / JWT comparison"
+    )
     args = parser.parse_args(argv)
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
     machine = MachineWatch()
@@ -296,9 +467,30 @@ def main(argv: list[str] | None = None) -> int:
         queries = make_queries(root / KB_FOLDER, args.queries, args.seed, max_words=3)
         random.Random(args.seed).shuffle(queries)
 
+        idp = issuer()
+        issuer_url, jwt_token = idp.__enter__()  # left in the finally below, with the server
+        with (root / "kbkit.toml").open("a", encoding="utf-8") as config:
+            config.write(
+                f'\n[server.http.oauth]\nissuer = "{issuer_url}"\naudience = "{AUDIENCE}"\n'
+                'scopes = ["kb"]\nclaims = { groups = ["eng"] }\n'
+            )
+        personal = create(root / ".kbkit" / "tokens.json", "bench", "read", None)
+        gate_rows = anyio.run(gate_cost, jwt_token, issuer_url)
         server = HttpServer(root).wait_ready(timeout=120)
         spy = None
+        http_rows: list[list[str]] = []
+        tally = Tally()
         try:
+            auth_rows, p50s = anyio.run(
+                run_auth,
+                server.url,
+                server.process.pid,
+                queries,
+                args.clients,
+                args.auth_calls,
+                args.mode,
+                {"shared token": TEST_TOKEN, "personal token": personal, "OAuth JWT (RS256)": jwt_token},
+            )
             if args.profile:
                 tool = find_py_spy()
                 if tool is None:
@@ -310,15 +502,19 @@ def main(argv: list[str] | None = None) -> int:
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL,
                     )
-            http_rows, tally = anyio.run(
-                run_http,
-                server.url,
-                server.process.pid,
-                queries,
-                args.clients,
-                args.calls,
-                args.mode,
-                [int(n) for n in args.sweep.split(",") if n.strip()],
+            http_rows, tally = (
+                ([], tally)
+                if args.auth_only
+                else anyio.run(
+                    run_http,
+                    server.url,
+                    server.process.pid,
+                    queries,
+                    args.clients,
+                    args.calls,
+                    args.mode,
+                    [int(n) for n in args.sweep.split(",") if n.strip()],
+                )
             )
         finally:
             if spy is not None:
@@ -328,11 +524,36 @@ def main(argv: list[str] | None = None) -> int:
                 except subprocess.TimeoutExpired:
                     spy.kill()
             server.stop()
-        stdio_rows = anyio.run(
-            run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
+            idp.__exit__(None, None, None)
+        stdio_rows = (
+            []
+            if args.auth_only
+            else anyio.run(
+                run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
+            )
         )
 
     headers = ["run", "calls", "errors", "p50", "p99", "max", "throughput", "CPU/call server / client"]
+    print_table(["credential", "median per request"], gate_rows, title="the gate alone, in-process")
+    print()
+    print_table(headers, auth_rows, title="who is calling: the same load, one server, each credential")
+    shared = p50s["shared token"]
+    print_table(
+        ["target", "measured", "status"],
+        [
+            [
+                f"{name}: p50 within 10 % of the shared token's",
+                f"{p50 / shared:.3f}x",
+                verdict(p50 <= shared * P50_AUTH_TARGET),
+            ]
+            for name, p50 in p50s.items()
+            if name != "shared token"
+        ],
+    )
+    if args.auth_only:
+        print(f"\nmachine: {machine.note()}")
+        return 0
+    print()
     print_table(
         headers,
         http_rows + stdio_rows,

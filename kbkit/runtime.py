@@ -29,6 +29,7 @@ REQUIRED = (
     "pydantic",
     "httpx2",
     "sse_starlette",
+    "jwt",
 )
 """Every third-party module kbkit imports (tests/test_packaging.py keeps this list complete)."""
 

@@ -379,7 +379,11 @@ async def test_remote_transport_http_entries_work_when_the_agent_s_environment_h
         "jsonrpc": "2.0",
         "id": 1,
         "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
     }
     for name in direct:
         launch = launch_of(root, CLIENTS[name], no_token)

@@ -38,7 +38,9 @@ def test_ruff_finds_nothing() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict_is_clean_with_the_semantic_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mypy_strict_is_clean_with_the_semantic_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     require_modules(*SEMANTIC, what="the semantic extra")
     monkeypatch.chdir(REPO)
     out, status = _mypy("--cache-dir", str(tmp_path / "cache"))
@@ -46,7 +48,9 @@ def test_mypy_strict_is_clean_with_the_semantic_extra(tmp_path: Path, monkeypatc
 
 
 @pytest.mark.processes
-def test_mypy_strict_is_clean_without_the_semantic_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mypy_strict_is_clean_without_the_semantic_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """As a developer who installed `.[test]` only: mypy looks through an interpreter whose
     site-packages hold everything this one's do except the extra's distributions."""
     require_modules(*SEMANTIC, what="the semantic extra")  # else the run below proves nothing new
@@ -54,7 +58,10 @@ def test_mypy_strict_is_clean_without_the_semantic_extra(tmp_path: Path, monkeyp
     packages.mkdir()
     for folder in site.getsitepackages():
         for entry in Path(folder).iterdir():
-            if not entry.name.lower().startswith(EXTRA_DISTRIBUTIONS) and not (packages / entry.name).exists():
+            if (
+                not entry.name.lower().startswith(EXTRA_DISTRIBUTIONS)
+                and not (packages / entry.name).exists()
+            ):
                 (packages / entry.name).symlink_to(entry)
     bare = tmp_path / "bare"
     venv.create(bare, with_pip=False)
@@ -62,12 +69,18 @@ def test_mypy_strict_is_clean_without_the_semantic_extra(tmp_path: Path, monkeyp
     (bare_site / "everything-but-the-extra.pth").write_text(f"{packages}\n")
     python = bare / "bin" / "python"
     probe = subprocess.run(
-        [str(python), "-c", "import importlib.util as u; print(u.find_spec('numpy'), u.find_spec('mcp') is not None)"],
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u; print(u.find_spec('numpy'), u.find_spec('mcp') is not None)",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    assert probe.stdout.split() == ["None", "True"], probe.stdout + probe.stderr  # the extra, and only it, is gone
+    assert probe.stdout.split() == ["None", "True"], (
+        probe.stdout + probe.stderr
+    )  # the extra, and only it, is gone
     monkeypatch.chdir(REPO)
     out, status = _mypy("--cache-dir", str(tmp_path / "cache"), "--python-executable", str(python))
     assert status == 0, out

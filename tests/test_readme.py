@@ -46,7 +46,9 @@ def test_the_setup_installs_every_extra_and_peer_the_tests_use() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     installed = re.search(r'pip install --quiet -e "\.\[([a-z,]+)\]"', setup)
     assert installed is not None
-    assert set(installed.group(1).split(",")) == set(extras) - {"bench"}  # the benchmarks' peers are not tests'
+    assert set(installed.group(1).split(",")) == set(extras) - {
+        "bench"
+    }  # the benchmarks' peers are not tests'
     assert "npm ci --prefix tests/peers/npm" in setup
     assert (ROOT / "tests" / "peers" / "npm" / "package-lock.json").is_file()
     assert "npm install --prefix tests/peers/agents --no-save" in setup  # the lock's versions, kept as is

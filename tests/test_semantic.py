@@ -30,7 +30,6 @@ PARAPHRASE = "what should I do if a password was exposed"
 HEAVY = ("numpy", "onnxruntime", "tokenizers")
 
 
-
 @pytest.fixture
 def extra_installed() -> None:
     """The extra's packages are there (asked of the import system, not of kbkit/kb/semantic.py,

@@ -23,6 +23,7 @@ TIERS: dict[str, str] = {
     "git": "runs git (itself, or through kbkit sync and kbkit skills)",
     "processes": "starts kbkit (forked or its console script), a Python peer, ruff or mypy; and git",
     "npm": "runs a Node.js peer from npm (the MCP Inspector, the skills CLI, server-memory); and the above",
+    "idp": "starts an OAuth identity provider (node-oidc-provider, tests/peers/npm/idp.mjs); and the above",
     "agents": "runs a coding agent's own CLI (tests/peers/agents: Claude Code, Gemini CLI, ...); and the above",
     "wheel": "builds kbkit's sdist or wheel, or installs kbkit into a fresh virtualenv; and the above",
 }
@@ -62,6 +63,8 @@ def kind(argv: list[str]) -> str:
         return "agents"
     if program == "git":
         return "git"
+    if any(part.endswith("idp.mjs") for part in argv[1:3]):
+        return "idp"
     if program in ("node", "npm", "npx") or any("node_modules" in part for part in argv[:2]):
         return "npm"
     if any(part in ("pip", "venv", "build") for part in argv[1:3]):
@@ -109,7 +112,9 @@ class Guard:
         for owner, name, describe in targets:
             setattr(owner, name, self._watched(describe, getattr(owner, name)))
 
-    def _watched(self, describe: Callable[..., tuple[str, str]], original: Callable[..., Any]) -> Callable[..., Any]:
+    def _watched(
+        self, describe: Callable[..., tuple[str, str]], original: Callable[..., Any]
+    ) -> Callable[..., Any]:
         def start(*args: Any, **kwargs: Any) -> Any:
             self._starting(*describe(*args))
             return original(*args, **kwargs)
@@ -124,7 +129,9 @@ class Guard:
         if self.test is not None:
             nodeid, tier = self.test
             if RANK.index(needs) > RANK.index(tier):
-                raise ProcessStarted(f"{nodeid} is in the {tier} tier but starts {what}: mark it @pytest.mark.{needs}")
+                raise ProcessStarted(
+                    f"{nodeid} is in the {tier} tier but starts {what}: mark it @pytest.mark.{needs}"
+                )
 
     @contextmanager
     def running(self, item: pytest.Item) -> Iterator[None]:
@@ -146,7 +153,7 @@ class Guard:
         """Fail `item` when a fixture it uses started something above its tier, earlier."""
         tier = tier_of(item)
         info = getattr(item, "_fixtureinfo", None)
-        for name, definitions in (info.name2fixturedefs.items() if info is not None else ()):
+        for name, definitions in info.name2fixturedefs.items() if info is not None else ():
             for definition in definitions:
                 what, needs = self.started.get(id(definition), ("", FAST))
                 if RANK.index(needs) > RANK.index(tier):

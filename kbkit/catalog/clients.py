@@ -13,6 +13,8 @@ from typing import Any
 
 TOKEN_VAR = "MCP_TOKEN"
 """The shared secret of a remote `kbkit serve --http`, named in entries, never written into them."""
+PERSONAL_TOKEN_VAR = "KBKIT_TOKEN"
+"""A personal token (`kbkit token create`): `kbkit connect` sends it before MCP_TOKEN (docs/adr/0031)."""
 RELAY = "relay"
 DIRECT_HTTP = "http"
 REMOTE_TRANSPORTS = (RELAY, DIRECT_HTTP)
@@ -376,6 +378,19 @@ CLIENTS: dict[str, Client] = {
         ),
     )
 }
+
+SIGN_IN: dict[str, str] = {
+    "claude-code": "run /mcp in Claude Code, pick {server} and choose Authenticate (a browser opens)",
+    "cursor": "open Cursor Settings > MCP and click Connect (or Login) beside {server} (a browser opens)",
+    "vscode": "start {server} from .vscode/mcp.json; VS Code asks you to sign in (Accounts menu)",
+    "codex": "run `codex mcp login {server}` (a browser opens)",
+    "gemini": "run /mcp auth {server} in Gemini CLI (a browser opens)",
+}
+"""With `[sync] remote_auth = "oauth"`: the clients that sign in to a remote MCP server by themselves
+(OAuth 2.1 with protected resource metadata), and how; they get a plain URL entry (no header, no
+token). The others run `kbkit connect` with a personal token. Sources: docs/clients.md."""
+REMOTE_AUTHS = ("token", "oauth")
+"""`[sync] remote_auth`: token (a bearer from .env.local or the environment) or oauth (docs/adr/0032)."""
 
 DEFAULT_CLIENTS = ["claude-code", "cursor", "vscode", "zed", "codex", "gemini"]
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from kbkit import __version__
-from kbkit.cli import connect, doctor, index, init, search, serve, skills, sync, trust
+from kbkit.cli import connect, doctor, index, init, search, serve, skills, sync, token, trust
 from kbkit.cli.boundary import KbkitGroup
 
 app = typer.Typer(
@@ -35,6 +35,7 @@ for command in (
 ):
     app.command()(command)
 app.add_typer(skills.app, name="skills")
+app.add_typer(token.app, name="token")
 
 
 def _version(value: bool) -> None:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kbkit.cli.common import RootOption, open_kb, stderr_line
+from kbkit.errors import InputError
 
 
 def serve(
@@ -18,6 +19,9 @@ def serve(
         int | None, typer.Option("--port", help="HTTP port ([server.http] port); 0 picks a free one.")
     ] = None,
     no_watch: Annotated[bool, typer.Option("--no-watch", help="Do not reindex as files change.")] = False,
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="HTTP audit lines on stderr: text or json (one per request).")
+    ] = "text",
 ) -> None:
     """Serve the kb to agents: over stdio (what agents' configs run), or over HTTP with --http."""
     import anyio
@@ -30,9 +34,12 @@ def serve(
     try:
         plan = None
         if http:
+            from kbkit.server.auth.audit import LOG_FORMATS
             from kbkit.server.http import bind, plan_http
 
-            plan = plan_http(settings, host, port)
+            if log_format not in LOG_FORMATS:
+                raise InputError(f"--log-format {log_format!r} is not known", fix="use text or json")
+            plan = plan_http(settings, host, port, "json" if log_format == "json" else "text")
             sock = bind(plan)  # before any line says the server is up
             # with --port 0 the system picked the port: the boot line names it, so whoever
             # started the server learns its address without guessing a free port (and racing for it)

@@ -186,6 +186,48 @@ class Parsers(Section):
     enabled: ParserNames = key(tuple(FILE_TYPES), "file types indexed and served")
 
 
+def _issuer(value: str) -> str:
+    if not value:
+        return value
+    parts = urlsplit(value)
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback) or not parts.netloc:
+        raise Invalid(f"{value!r} is not an https URL (plain http only on loopback, for tests)")
+    return value
+
+
+class OAuth(Section):
+    """Sign-in through the team's identity provider: kbkit checks its JWT access tokens locally
+    (docs/adr/0032). Say who belongs with allowed_subjects and/or claims."""
+
+    opt_in: ClassVar[bool] = True
+
+    issuer: Annotated[StrictStr, AfterValidator(_issuer)] = key(
+        "",
+        "the identity provider's issuer URL (its keys come from its metadata)",
+        example="https://id.example.com",
+    )
+    audience: StrictStr = key(
+        "", "the aud tokens must carry; default: [sync] remote_url, else the server's URL"
+    )
+    scopes: Names = key((), "scopes every token must carry", example=("kb",))
+    memory_scope: Text = key("kb.memory", "the scope that also reaches the session-memory tools")
+    allowed_subjects: Names = key((), "subjects (sub) allowed in", example=("alice@example.com",))
+    claims: dict[StrictStr, Names] = key(
+        {},
+        "a claim and its allowed values: a token with any one of them belongs",
+        example={"groups": ["eng"]},
+    )
+
+    @model_validator(mode="after")
+    def _members(self) -> OAuth:
+        if self.issuer and not (self.allowed_subjects or self.claims):
+            raise Invalid(
+                'says no one belongs; list allowed_subjects, or claims such as groups = ["eng"]', key="issuer"
+            )
+        return self
+
+
 class Http(Section):
     """`kbkit serve --http`: where it listens and whom it accepts."""
 
@@ -202,6 +244,10 @@ class Http(Section):
     memory: StrictBool = key(
         False, "attach the session-memory tools over HTTP too (every caller shares one memory bank)"
     )
+    tokens_file: StrictStr = key(
+        "", "the personal tokens file (`kbkit token`); default .kbkit/tokens.json, relative to kbkit.toml"
+    )
+    oauth: OAuth = OAuth()
 
 
 class Server(Section):
@@ -232,6 +278,10 @@ class Sync(Section):
     remote_transport: Literal["relay", "http"] = key(
         "relay",
         f"relay (kbkit connect reads .env.local) or http (each agent's environment needs {TOKEN_VAR})",
+    )
+    remote_auth: Literal["token", "oauth"] = key(
+        "token",
+        "token (a bearer from .env.local) or oauth: agents that sign in by themselves get a plain URL",
     )
     preapprove: StrictBool = key(
         True, "pre-approve the read-only kb tools (never the memory tools) where an agent allows it"

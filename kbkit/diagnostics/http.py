@@ -17,6 +17,12 @@ def check_http(ctx: Context) -> list[Finding]:
     token = settings.env.get(TOKEN_VAR)
     reach = "loopback" if is_loopback(settings.http.host) else f"network ({settings.http.host})"
     if not token:
+        from kbkit.server.auth.plan import tokens_path
+
+        if tokens_path(settings).exists() or settings.http.oauth.issuer:
+            return ok(
+                "http", f"kbkit serve --http binds {settings.http.host} ({reach}); callers: the auth check"
+            )
         if not is_loopback(settings.http.host):  # a remote_url client: the "remote" check
             return [
                 Finding(

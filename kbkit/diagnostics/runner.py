@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kbkit import DISTRIBUTION
 from kbkit.config import Settings, load_settings
+from kbkit.diagnostics.auth import check_auth
 from kbkit.diagnostics.base import Check, Context, Finding
 from kbkit.diagnostics.environment import check_dependencies, check_python
 from kbkit.diagnostics.http import check_http, check_remote
@@ -82,6 +83,13 @@ CHECKS: list[Check] = [
         "MCP_TOKEN is not set, too short, or differs from the client's",
         "set MCP_TOKEN in .env.local",
         check_http,
+    ),
+    Check(
+        "auth",
+        "`kbkit serve --http` refuses personal tokens or OAuth sign-ins",
+        "the tokens file is a symlink, open to others or corrupt; or the identity provider does not answer",
+        "the fix the finding names (e.g. chmod 600 .kbkit/tokens.json); `kbkit token list`",
+        check_auth,
     ),
     Check(
         "remote",

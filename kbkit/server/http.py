@@ -6,22 +6,21 @@
 Connections are bounded in number and in how long they may stall (kbkit/server/connections.py),
 and every warning goes to stderr through one rate limit (kbkit/server/logs.py).
 
-The shared secret `MCP_TOKEN` is required as `Authorization: Bearer <token>` (or `?token=`, the
-weaker form for clients that cannot set headers: query strings end up in logs and histories).
-`MCP_ALLOW_ANONYMOUS=1` lifts that for local development, never on a non-loopback bind.
+Who may call is kbkit/server/auth/ (docs/adr/0031, 0032): personal tokens, the shared secret
+`MCP_TOKEN`, OAuth access tokens, as `Authorization: Bearer <token>` (or `?token=`, the weaker form
+for clients that cannot set headers: query strings end up in logs and histories), and one audit
+line per request. `MCP_ALLOW_ANONYMOUS=1` lifts that for local development, never on a
+non-loopback bind.
 """
 
 from __future__ import annotations
 
 import errno
-import hmac
 import ipaddress
-import json
 import logging
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs
 
 import uvicorn
 from mcp.server import Server
@@ -30,11 +29,13 @@ from sse_starlette.sse import AppStatus
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from kbkit.catalog.clients import TOKEN_VAR
-from kbkit.config import ENV_FILE, Settings
+from kbkit.config import Settings
 from kbkit.errors import ConfigError, EnvironmentProblem
+from kbkit.server.auth.audit import LogFormat
+from kbkit.server.auth.plan import AuthPlan, plan_auth
 from kbkit.server.connections import (
     ACCEPT_BACKLOG,
     ConnectionGuard,
@@ -46,7 +47,6 @@ from kbkit.server.logs import install_stderr_log
 
 TOKEN_MIN_LENGTH = 16
 """The shortest MCP_TOKEN `kbkit serve --http` accepts (and `kbkit doctor` passes)."""
-ANONYMOUS_VAR = "MCP_ALLOW_ANONYMOUS"
 MAX_BODY_BYTES = 1024 * 1024
 KEEP_ALIVE_SECONDS = 5
 """An idle connection between requests is closed after this long."""
@@ -82,6 +82,9 @@ class HttpPlan:
     client_timeout: int
     file_limit: int = 0
     """The open-file limit the server runs under, when it lowered max_connections (else 0)."""
+    auth: AuthPlan | None = field(default=None, repr=False)
+    """Who may call (kbkit/server/auth/plan.py)."""
+    kb_tools: tuple[str, ...] = ("search", "get_document")
 
     @property
     def url(self) -> str:
@@ -90,11 +93,6 @@ class HttpPlan:
 
     def describe(self) -> list[str]:
         """Boot lines: the URL, whether auth is on, and how far the bind reaches. Never the token."""
-        auth = (
-            f"auth: bearer token from {TOKEN_VAR} (or ?token=, weaker: it lands in logs)"
-            if self.token
-            else f"auth: OFF ({ANONYMOUS_VAR}=1, local development only)"
-        )
         reach = (
             "reach: loopback only (this machine)"
             if self.loopback
@@ -103,7 +101,8 @@ class HttpPlan:
         limits = f"limits: {self.max_connections} connections, {self.client_timeout} s to send a request"
         if self.file_limit:
             limits += f" (lowered to fit the open-file limit, {self.file_limit}; raise it with `ulimit -Hn`)"
-        return [f"http: {self.url} (health: {HEALTH_PATH})", auth, reach, limits]
+        auth = self.auth.describe(self.url) if self.auth else []
+        return [f"http: {self.url} (health: {HEALTH_PATH})", *auth, reach, limits]
 
 
 def weak_token(token: str) -> str | None:
@@ -122,24 +121,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def plan_http(settings: Settings, host: str | None = None, port: int | None = None) -> HttpPlan:
+def plan_http(
+    settings: Settings, host: str | None = None, port: int | None = None, log_format: LogFormat = "text"
+) -> HttpPlan:
     """Decide the bind and the gate, or refuse to start with the fix."""
     host = host or settings.http.host
     port = settings.http.port if port is None else port
     token = settings.env.get(TOKEN_VAR) or None
-    anonymous = settings.env.get(ANONYMOUS_VAR, "") in ("1", "true", "yes")
     loopback = is_loopback(host)
-    if token is None and not anonymous:
-        raise ConfigError(
-            f"no {TOKEN_VAR} is set, and the HTTP server requires one. Add a line "
-            f"{TOKEN_VAR}=<a long random string> to {ENV_FILE} (e.g. from "
-            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`) or export it; "
-            f"for local development only, {ANONYMOUS_VAR}=1 runs without auth on loopback"
-        )
-    if token is None and not loopback:
-        raise ConfigError(
-            f"{ANONYMOUS_VAR}=1 is refused on a non-loopback bind ({host}); set {TOKEN_VAR} or bind 127.0.0.1"
-        )
+    auth = plan_auth(settings, loopback=loopback, host=host, log_format=log_format)
     if token is not None and (weak := weak_token(token)):
         raise ConfigError(f"{weak}; use a long random string")
     file_limit = usable_file_limit()
@@ -166,51 +156,9 @@ def plan_http(settings: Settings, host: str | None = None, port: int | None = No
         max_connections=budget,
         client_timeout=settings.http.client_timeout,
         file_limit=file_limit if budget < settings.http.max_connections else 0,
+        auth=auth,
+        kb_tools=settings.server_tools,
     )
-
-
-class BearerTokenGate:
-    """ASGI middleware: every path but /healthz needs the token (constant-time comparison)."""
-
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app = app
-        self.token = token.encode() if token else None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.token is None or scope["path"] == HEALTH_PATH:
-            await self.app(scope, receive, send)
-            return
-        if hmac.compare_digest(self._presented(scope), self.token):
-            await self.app(scope, receive, send)
-            return
-        body = json.dumps(
-            {
-                "error": "unauthorized",
-                "message": f"missing or wrong token: send Authorization: Bearer <{TOKEN_VAR}>",
-            }
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="kbkit", error="invalid_token"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
-
-    @staticmethod
-    def _presented(scope: Scope) -> bytes:
-        headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
-        for name, value in headers:
-            if name == b"authorization" and value[:7].lower() == b"bearer ":
-                return value[7:].strip()
-        query_string: bytes = scope.get("query_string", b"")
-        query = parse_qs(query_string.decode("latin-1"))
-        return query.get("token", [""])[0].encode()
 
 
 async def _healthz(request: Request) -> JSONResponse:
@@ -218,6 +166,9 @@ async def _healthz(request: Request) -> JSONResponse:
 
 
 def build_app(server: Server[Any], plan: HttpPlan) -> ASGIApp:
+    from kbkit.server.auth.wiring import gated
+
+    routes, wrap = gated(plan.auth, plan.url, plan.kb_tools, open_paths=(HEALTH_PATH,))
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         max_request_body_size=MAX_BODY_BYTES,
@@ -229,9 +180,9 @@ def build_app(server: Server[Any], plan: HttpPlan) -> ASGIApp:
             allowed_origins=list(plan.allowed_origins),
         ),
         host=plan.host,
-        custom_starlette_routes=[Route(HEALTH_PATH, _healthz, methods=["GET"])],
+        custom_starlette_routes=[Route(HEALTH_PATH, _healthz, methods=["GET"]), *routes],
     )
-    return BearerTokenGate(app, plan.token)
+    return wrap(app)
 
 
 class _GracefulServer(uvicorn.Server):

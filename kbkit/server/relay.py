@@ -51,7 +51,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from kbkit.catalog.clients import TOKEN_VAR
+from kbkit.catalog.clients import PERSONAL_TOKEN_VAR, TOKEN_VAR
 from kbkit.config import ENV_FILE, find_root, load_env
 from kbkit.errors import ExitCode, InputError, KbkitError
 
@@ -76,23 +76,30 @@ class Token:
     value: str | None
     source: str
     """"the environment", or the path of the .env.local that was read."""
+    var: str = TOKEN_VAR
 
     def describe(self) -> str:
         if self.value is None:
-            return f"no {TOKEN_VAR} in the environment or {self.source}"
-        return f"{TOKEN_VAR} from {self.source}"
+            return f"no {PERSONAL_TOKEN_VAR} or {TOKEN_VAR} in the environment or {self.source}"
+        return f"{self.var} from {self.source}"
 
 
 def read_token(root: Path | None) -> Token:
-    """MCP_TOKEN as `kbkit serve` reads it: the environment wins over the project's .env.local."""
-    if os.environ.get(TOKEN_VAR):
-        return Token(os.environ[TOKEN_VAR], "the environment")
+    """The personal KBKIT_TOKEN, else the shared MCP_TOKEN; for each, the environment wins over the
+    project's .env.local."""
     try:
         base = (root or find_root()).resolve()
     except KbkitError:
         base = Path.cwd()
-    value = load_env(base, environ={}).get(TOKEN_VAR) or None
-    return Token(value, str(base / ENV_FILE))
+    env_file: dict[str, str] | None = None
+    for var in (PERSONAL_TOKEN_VAR, TOKEN_VAR):
+        if os.environ.get(var):
+            return Token(os.environ[var], "the environment", var)
+        if env_file is None:
+            env_file = dict(load_env(base, environ={}))
+        if env_file.get(var):
+            return Token(env_file[var], str(base / ENV_FILE), var)
+    return Token(None, str(base / ENV_FILE))
 
 
 def run(url: str, root: Path | None, report: Report) -> ExitCode:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbkit.catalog.clients import CLIENTS, TOKEN_VAR, Client
+from kbkit.catalog.clients import CLIENTS, PERSONAL_TOKEN_VAR, SIGN_IN, TOKEN_VAR, Client
 from kbkit.config import CONFIG_FILE, ENV_FILE, Settings, read_env_file
 from kbkit.errors import ConfigError, SyncRefused
 from kbkit.fsutil import atomic_write_text, read_text_file
@@ -118,6 +118,7 @@ def sync(
         settings.sync_remote_url or None,
         settings.sync.remote_transport,
         approved=tools,
+        remote_auth=settings.sync.remote_auth,
     )
     files: dict[str, _File] = {}
     report = SyncReport()
@@ -164,7 +165,7 @@ def sync(
         fmt = preapprove.recorded_format(previous)
         _retract_grant(owner, previous, file_for(previous.path, fmt), force, report, new_owned)
 
-    report.notes = _direct_http_notes(source, selected)
+    report.notes = _direct_http_notes(source, selected) + _sign_in_notes(source, selected)
     if only is None:
         claimed = set(placed)
         for name, previous in owned.items():
@@ -308,7 +309,7 @@ def caveats(
         client = CLIENTS[name]
         if client.caveat is None:
             continue
-        if client.caveat_when == "http" and not source.direct_http(client):
+        if client.caveat_when == "http" and (not source.direct_http(client) or source.signs_in(client)):
             continue
         if client.caveat_when == "preapprove" and not tools:
             continue
@@ -343,7 +344,9 @@ def _retract(
 def _direct_http_notes(source: EntrySource, selected: list[str]) -> list[str]:
     """With `remote_transport = "http"`, say once that the token now comes from each agent's own
     environment, and which entries that is: the failure it prevents is a silent 401 later."""
-    direct = [name for name in selected if source.direct_http(CLIENTS[name])]
+    direct = [
+        name for name in selected if source.direct_http(CLIENTS[name]) and not source.signs_in(CLIENTS[name])
+    ]
     if not direct:
         return []
     return [
@@ -351,6 +354,24 @@ def _direct_http_notes(source: EntrySource, selected: list[str]) -> list[str]:
         f"starts in, not from {ENV_FILE}; export it there, or drop remote_transport to use kbkit connect "
         f"(it reads {ENV_FILE})"
     ]
+
+
+def _sign_in_notes(source: EntrySource, selected: list[str]) -> list[str]:
+    """With `remote_auth = "oauth"`: per agent, how its user signs in (or that the relay sends a
+    personal token from .env.local)."""
+    if source.remote_url is None or source.remote_auth != "oauth":
+        return []
+    lines = []
+    for name in selected:
+        client = CLIENTS[name]
+        if source.signs_in(client):
+            lines.append(f"{client.title}: sign in: {SIGN_IN[name].replace('{server}', source.name)}")
+        else:
+            lines.append(
+                f"{client.title}: runs kbkit connect, which sends {PERSONAL_TOKEN_VAR} from {ENV_FILE} "
+                "(a personal token: `kbkit token create NAME` where the server runs)"
+            )
+    return lines
 
 
 def _selected(settings: Settings, only: list[str] | None) -> list[str]:

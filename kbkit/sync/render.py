@@ -22,7 +22,7 @@ from typing import Any
 
 import jinja2
 
-from kbkit.catalog.clients import DIRECT_HTTP, RELAY, TOKEN_VAR, Client
+from kbkit.catalog.clients import DIRECT_HTTP, RELAY, SIGN_IN, TOKEN_VAR, Client
 from kbkit.shipped import shipped
 
 
@@ -38,10 +38,20 @@ class EntrySource:
     remote_transport: str = RELAY
     approved: tuple[str, ...] = ()
     """The kb tools to pre-approve where the client approves them in the entry itself (Kiro, Roo)."""
+    remote_auth: str = "token"
+
+    def signs_in(self, client: Client) -> bool:
+        """With `remote_auth = "oauth"`, a client that signs in by itself: a plain URL entry."""
+        return (
+            self.remote_url is not None
+            and self.remote_auth == "oauth"
+            and client.http
+            and client.name in SIGN_IN
+        )
 
     def direct_http(self, client: Client) -> bool:
         """Whether this client gets a direct HTTP entry (an opt-in) rather than a stdio one."""
-        return (
+        return self.signs_in(client) or (
             self.remote_url is not None
             and self.remote_transport == DIRECT_HTTP
             and client.http
@@ -82,11 +92,12 @@ def render_entry(client: Client, source: EntrySource) -> dict[str, Any]:
     """The entry's data, exactly as it will sit in the client's file."""
     context: dict[str, object]
     if source.direct_http(client):
+        oauth = source.signs_in(client)  # the client signs in by itself: no header, no token
         context = {
             "transport": "http",
             "url": source.remote_url,
-            "token_ref": token_reference(client),
-            "token_var": TOKEN_VAR,
+            "token_ref": None if oauth else token_reference(client),
+            "token_var": None if oauth else TOKEN_VAR,
         }
     else:
         if source.remote_url is not None:

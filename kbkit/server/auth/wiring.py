@@ -1,0 +1,104 @@
+"""How the HTTP app gets its gate: the routes it adds (RFC 9728 metadata) and the middleware.
+
+At start-up (the ASGI lifespan) the identity provider's keys are fetched once and a line says
+whether it answered; at shutdown the last-use times gathered so far are saved.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import cast
+
+from pydantic import AnyHttpUrl
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kbkit.server.auth.audit import Audit
+from kbkit.server.auth.gate import AuthGate, GatePolicy
+from kbkit.server.auth.oauth import JwtVerifier
+from kbkit.server.auth.plan import AuthPlan
+from kbkit.server.auth.tokens import TokenStore
+
+
+def report(line: str) -> None:
+    sys.stderr.write(f"[kbkit] {line}\n")
+    sys.stderr.flush()
+
+
+def gated(
+    plan: AuthPlan | None, url: str, kb_tools: tuple[str, ...], *, open_paths: tuple[str, ...]
+) -> tuple[list[Route], Callable[[ASGIApp], ASGIApp]]:
+    """(routes to add to the app, a function that wraps the app in the gate)."""
+    if plan is None:
+        return [], lambda app: app
+    from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+
+    routes: list[Route] = []
+    verifier = plan.verifier(url)
+    metadata_url = None
+    paths = set(open_paths)
+    if verifier is not None:
+        policy = verifier.policy
+        resource = AnyHttpUrl(policy.audience)
+        routes = create_protected_resource_routes(
+            resource_url=resource,
+            # as a string: the metadata model keeps a path-less issuer without a trailing slash, and
+            # clients compare issuers exactly (RFC 8414); AnyHttpUrl() here would add one
+            authorization_servers=[cast(AnyHttpUrl, policy.issuer)],
+            scopes_supported=list(dict.fromkeys([*policy.scopes, policy.memory_scope])),
+            resource_name="kbkit knowledge base",
+        )
+        metadata_url = str(build_resource_metadata_url(resource))
+        paths.update(route.path for route in routes)
+    store = plan.store(report)
+    policy_ = GatePolicy(
+        shared=plan.shared,
+        store=store,
+        verifier=verifier,
+        anonymous=plan.anonymous,
+        kb_tools=kb_tools,
+        resource_metadata_url=metadata_url,
+        open_paths=frozenset(paths),
+    )
+    audit = Audit(plan.log_format)
+
+    def wrap(app: ASGIApp) -> ASGIApp:
+        return _Lifespan(AuthGate(app, policy_, audit), verifier, store)
+
+    return routes, wrap
+
+
+class _Lifespan:
+    """Passes everything on; on the lifespan's start and end, does the gate's own chores."""
+
+    def __init__(self, app: ASGIApp, verifier: JwtVerifier | None, store: TokenStore | None) -> None:
+        self.app = app
+        self.verifier = verifier
+        self.store = store
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+
+        async def chores() -> Message:
+            message = await receive()
+            if message["type"] == "lifespan.startup" and self.verifier is not None:
+                await self._first_fetch(self.verifier)
+            elif message["type"] == "lifespan.shutdown" and self.store is not None:
+                self.store.save_last_use()
+            return message
+
+        await self.app(scope, chores, send)
+
+    @staticmethod
+    async def _first_fetch(verifier: JwtVerifier) -> None:
+        issuer = verifier.policy.issuer
+        if await verifier.refresh():
+            report(f"oauth: {issuer} answers; {verifier.key_count} signing key(s) cached")
+        else:
+            report(
+                f"oauth: {issuer} does not answer ({verifier.last_error}); OAuth sign-ins are refused until "
+                "it does (the keys are fetched again at the next token, at most every 5 s)"
+            )
