@@ -2,7 +2,8 @@
 # Installs everything the test suite uses into this checkout, so that on a fresh machine the whole
 # suite runs with nothing skipped: a virtualenv (.venv) with kbkit, its test tools and every extra
 # the tests exercise, and the real third-party peers from npm (the MCP Inspector, the reference
-# memory server, the `skills` CLI, and the Node 24 they need), pinned by tests/peers/npm's lock.
+# memory server, the `skills` CLI, and the Node 24 they need), pinned by tests/peers/npm's lock,
+# and Debian's HAProxy (the `haproxy` tier: replicas behind deploy/haproxy.cfg) when it is missing.
 # Rerunning it brings an existing checkout up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,3 +14,10 @@ export PIP_COMPILE="${PIP_COMPILE:-0}"
 python3 -m venv .venv
 .venv/bin/pip install --quiet -e ".[test,semantic]"
 npm ci --prefix tests/peers/npm --no-audit --no-fund --loglevel=error
+
+if ! command -v haproxy >/dev/null 2>&1 && ! [ -x /usr/sbin/haproxy ]; then
+    as_root=()
+    [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+    "${as_root[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends haproxy >/dev/null
+fi
