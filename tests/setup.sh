@@ -3,7 +3,7 @@
 # suite runs with nothing skipped: a virtualenv (.venv) with kbkit, its test tools and every extra
 # the tests exercise, and the real third-party peers from npm (the MCP Inspector, the reference
 # memory server, the `skills` CLI, and the Node 24 they need), pinned by tests/peers/npm's lock,
-# and Debian's HAProxy (the `haproxy` tier: replicas behind deploy/haproxy.cfg) when it is missing.
+# and Debian's HAProxy and openssl (the `haproxy` tier: replicas behind deploy/haproxy.cfg) when missing.
 # Rerunning it brings an existing checkout up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,9 +15,13 @@ python3 -m venv .venv
 .venv/bin/pip install --quiet -e ".[test,semantic]"
 npm ci --prefix tests/peers/npm --no-audit --no-fund --loglevel=error
 
-if ! command -v haproxy >/dev/null 2>&1 && ! [ -x /usr/sbin/haproxy ]; then
+# Debian's haproxy, and the openssl CLI the TLS test makes its certificate with, when missing.
+packages=()
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || packages+=(haproxy)
+command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+if [ "${#packages[@]}" -gt 0 ]; then
     as_root=()
     [ "$(id -u)" -eq 0 ] || as_root=(sudo)
     "${as_root[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends haproxy >/dev/null
+    DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 fi

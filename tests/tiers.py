@@ -22,6 +22,7 @@ FAST = "fast"
 TIERS: dict[str, str] = {
     "git": "runs git (itself, or through kbkit sync and kbkit skills)",
     "processes": "starts kbkit (forked or its console script), a Python peer, ruff or mypy; and git",
+    "haproxy": "runs HAProxy (Debian's haproxy) in front of kbkit replicas; and the above",
     "npm": "runs a Node.js peer from npm (the MCP Inspector, the skills CLI, server-memory); and the above",
     "wheel": "builds kbkit's sdist or wheel, or installs kbkit into a fresh virtualenv; and the above",
 }
@@ -57,6 +58,8 @@ def kind(argv: list[str]) -> str:
     program = os.path.basename(argv[0]) if argv else ""
     if program == "git":
         return "git"
+    if program == "haproxy":
+        return "haproxy"
     if program in ("node", "npm", "npx") or any("node_modules" in part for part in argv[:2]):
         return "npm"
     if any(part in ("pip", "venv", "build") for part in argv[1:3]):
