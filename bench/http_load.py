@@ -13,11 +13,16 @@ words. Every call goes through the real `mcp` client:
   per call.
 - stdio: one `kbkit serve` subprocess and one client: sequential calls, then a few concurrent
   tasks sharing that one session.
+- replicas: HAProxy with the shipped deploy/haproxy.cfg in front of 1, 2 and 3 `kbkit serve
+  --http` replicas (`--replicas`), each on its own copy of the indexed project, under the same
+  `--clients` x `--calls` load: throughput and latency side by side, with the CPU the replicas,
+  HAProxy and this load generator used, and the machine's core count. Needs Debian's `haproxy`.
 
 Latency is measured in the client (it includes the client's own work). The load generator runs
 on the same machine: on 2 cores it competes with the server, and the table says how much.
 
     .venv/bin/python bench/http_load.py [--clients 32] [--calls 200] [--sweep 2,4,8] [--mode auto|legacy]
+        [--replicas 1,2,3] # HAProxy in front of that many replicas ('' for none)
         [--profile FILE]   # py-spy samples of the HTTP server during the load, summed up by
                            # the deepest kbkit source line on each stack (needs py-spy)
 """
@@ -34,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -54,6 +60,7 @@ from mcp.types import TextContent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import HttpServer, http_client, serve_stdio  # noqa: E402
+from peers.haproxy import Balancer, haproxy_path  # noqa: E402
 
 from kbkit.config import load_settings  # noqa: E402
 from kbkit.kb.base import KnowledgeBase  # noqa: E402
@@ -128,17 +135,18 @@ async def run_http(
             )
         )
     for fleet in sweep:
-        row, _ = await fleet_run(url, pid, queries, fleet, min(calls, 100), mode)
+        row, _, _ = await fleet_run(url, lambda: cpu_seconds(pid), queries, fleet, min(calls, 100), mode)
         rows.append(row)
-    row, tally = await fleet_run(url, pid, queries, clients, calls, mode)
+    row, tally, _ = await fleet_run(url, lambda: cpu_seconds(pid), queries, clients, calls, mode)
     rows.append(row)
     return rows, tally
 
 
 async def fleet_run(
-    url: str, pid: int, queries: list[str], clients: int, calls: int, mode: str
-) -> tuple[list[str], Tally]:
-    """`clients` connections, each calling `calls` times back to back, all released at once."""
+    url: str, server_cpu: Callable[[], float], queries: list[str], clients: int, calls: int, mode: str
+) -> tuple[list[str], Tally, float]:
+    """`clients` connections, each calling `calls` times back to back, all released at once.
+    Returns the table row, the calls, and the wall time."""
     tally = Tally()
     ready = 0
     go = anyio.Event()
@@ -161,17 +169,17 @@ async def fleet_run(
             for number in range(clients):
                 group.start_soon(worker, number)
             await all_ready.wait()
-            server0, client0, started = cpu_seconds(pid), own_cpu(), time.perf_counter()
+            server0, client0, started = server_cpu(), own_cpu(), time.perf_counter()
             go.set()
         wall = time.perf_counter() - started
     row = summary(
         f"HTTP, {clients} clients x {calls} calls ({mode})",
         tally,
         wall,
-        cpu_seconds(pid) - server0,
+        server_cpu() - server0,
         own_cpu() - client0,
     )
-    return row, tally
+    return row, tally, wall
 
 
 async def run_stdio(
@@ -213,6 +221,66 @@ async def run_stdio(
                 server_cpu,
                 own_cpu() - client0,
             )
+        )
+    return rows
+
+
+def run_replicas(
+    root: Path, counts: list[int], queries: list[str], clients: int, calls: int, mode: str, cores: int
+) -> list[list[str]]:
+    """HAProxy (deploy/haproxy.cfg) in front of each of `counts` replicas in turn, each replica on
+    its own copy of the indexed project at `root`; the same fleet load through it each time."""
+    haproxy = haproxy_path()
+    if haproxy is None:
+        print("haproxy not found (apt-get install haproxy); the replica runs are skipped", file=sys.stderr)
+        return []
+    copies = [root]
+    for number in range(1, max(counts)):
+        copy = root.parent / f"replica-{number + 1}"
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns("*-stderr.log"))  # the index comes along
+        copies.append(copy)
+    rows = []
+    for count in counts:
+        replicas = [HttpServer(copy) for copy in copies[:count]]
+        balancer = None
+        try:
+            for replica in replicas:
+                replica.wait_ready(timeout=120)
+            balancer = Balancer(
+                haproxy, [f"127.0.0.1:{r.port}" for r in replicas], root.parent / "haproxy.log"
+            )
+            balancer.wait_ready()
+            pids = [r.process.pid for r in replicas]
+            proxy = balancer.process.pid
+            before = cpu_seconds(proxy)
+            row, tally, wall = anyio.run(
+                fleet_run,
+                balancer.url,
+                lambda pids=pids: sum(cpu_seconds(pid) for pid in pids),
+                queries,
+                clients,
+                calls,
+                mode,
+            )
+            proxy_cpu = cpu_seconds(proxy) - before
+        finally:
+            if balancer is not None:
+                balancer.stop()
+            for replica in replicas:
+                replica.stop()
+        done = len(tally.latencies) + len(tally.errors)
+        lat = tally.latencies or [float("nan")]
+        rows.append(
+            [
+                f"HAProxy + {count} replica{'s' if count > 1 else ''}",
+                f"{clients} x {calls}",
+                str(len(tally.errors)),
+                ms(percentile(lat, 50)),
+                ms(percentile(lat, 99)),
+                f"{done / wall:,.0f}/s",
+                row[-1].replace(" / ", f" / {proxy_cpu / max(done, 1) * 1000:.2f} / "),
+                str(cores),
+            ]
         )
     return rows
 
@@ -277,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sweep", default="2,4,8", help="smaller fleets measured first, comma-separated ('' for none)"
     )
+    parser.add_argument(
+        "--replicas", default="1,2,3", help="HAProxy in front of this many replicas, in turn ('' for none)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", type=Path, help="py-spy samples (raw) of the HTTP server under load")
     args = parser.parse_args(argv)
@@ -331,6 +402,15 @@ def main(argv: list[str] | None = None) -> int:
         stdio_rows = anyio.run(
             run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
         )
+        replica_rows = run_replicas(
+            root,
+            [int(n) for n in args.replicas.split(",") if n.strip()],
+            queries,
+            args.clients,
+            args.calls,
+            args.mode,
+            machine.cores,
+        )
 
     headers = ["run", "calls", "errors", "p50", "p99", "max", "throughput", "CPU/call server / client"]
     print_table(
@@ -347,6 +427,21 @@ def main(argv: list[str] | None = None) -> int:
             [f"HTTP {args.clients} clients: p99 <= 50 ms", ms(p99), verdict(p99 <= P99_TARGET)],
         ],
     )
+    if replica_rows:
+        print_table(
+            [
+                "balancer",
+                "clients x calls",
+                "errors",
+                "p50",
+                "p99",
+                "throughput",
+                "CPU/call replicas / HAProxy / client",
+                "cores",
+            ],
+            replica_rows,
+            title=f"\nthe same load through HAProxy (deploy/haproxy.cfg), {args.mode}",
+        )
     if tally.errors:
         print(f"\nfirst error: {tally.errors[0]}")
     if args.profile and args.profile.exists():
