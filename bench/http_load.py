@@ -15,14 +15,16 @@ words. Every call goes through the real `mcp` client:
   tasks sharing that one session.
 - replicas: HAProxy with the shipped deploy/haproxy.cfg in front of 1, 2 and 3 `kbkit serve
   --http` replicas (`--replicas`), each on its own copy of the indexed project, under the same
-  `--clients` x `--calls` load: throughput and latency side by side, with the CPU the replicas,
-  HAProxy and this load generator used, and the machine's core count. Needs Debian's `haproxy`.
+  `--clients` x `--calls` load: throughput and latency side by side (and one server without
+  HAProxy, for what the balancer costs), with the CPU the replicas, HAProxy and this load
+  generator used, and the machine's core count. Needs Debian's `haproxy`.
 
 Latency is measured in the client (it includes the client's own work). The load generator runs
 on the same machine: on 2 cores it competes with the server, and the table says how much.
 
     .venv/bin/python bench/http_load.py [--clients 32] [--calls 200] [--sweep 2,4,8] [--mode auto|legacy]
         [--replicas 1,2,3] # HAProxy in front of that many replicas ('' for none)
+        [--only-replicas]  # only the HAProxy runs (and one server without it, for comparison)
         [--profile FILE]   # py-spy samples of the HTTP server during the load, summed up by
                            # the deepest kbkit source line on each stack (needs py-spy)
 """
@@ -240,6 +242,28 @@ def run_replicas(
         shutil.copytree(root, copy, ignore=shutil.ignore_patterns("*-stderr.log"))  # the index comes along
         copies.append(copy)
     rows = []
+    direct = HttpServer(root)
+    try:
+        direct.wait_ready(timeout=120)
+        pid = direct.process.pid
+        direct_row, tally, wall = anyio.run(
+            fleet_run, direct.url, lambda: cpu_seconds(pid), queries, clients, calls, mode
+        )
+    finally:
+        direct.stop()
+    lat = tally.latencies or [float("nan")]
+    rows.append(
+        [
+            "none: 1 server, direct",
+            f"{clients} x {calls}",
+            str(len(tally.errors)),
+            ms(percentile(lat, 50)),
+            ms(percentile(lat, 99)),
+            f"{(len(tally.latencies) + len(tally.errors)) / wall:,.0f}/s",
+            direct_row[-1].replace(" / ", " / - / "),
+            str(cores),
+        ]
+    )
     for count in counts:
         replicas = [HttpServer(copy) for copy in copies[:count]]
         balancer = None
@@ -333,6 +357,42 @@ def find_py_spy() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
+def single_server(root: Path, queries: list[str], args: argparse.Namespace) -> tuple[list[list[str]], Tally]:
+    """One `kbkit serve --http`: sequential calls, the sweep, then the full fleet (optionally profiled)."""
+    server = HttpServer(root).wait_ready(timeout=120)
+    spy = None
+    try:
+        if args.profile:
+            tool = find_py_spy()
+            if tool is None:
+                print("py-spy not found (pip install py-spy); --profile ignored", file=sys.stderr)
+            else:
+                spy = subprocess.Popen(
+                    [tool, "record", "--pid", str(server.process.pid), "--format", "raw"]
+                    + ["--rate", "200", "--output", str(args.profile), "--nonblocking"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+        return anyio.run(
+            run_http,
+            server.url,
+            server.process.pid,
+            queries,
+            args.clients,
+            args.calls,
+            args.mode,
+            [int(n) for n in args.sweep.split(",") if n.strip()],
+        )
+    finally:
+        if spy is not None:
+            spy.send_signal(2)  # SIGINT: py-spy writes the flame graph and exits
+            try:
+                spy.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
@@ -347,6 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--replicas", default="1,2,3", help="HAProxy in front of this many replicas, in turn ('' for none)"
+    )
+    parser.add_argument(
+        "--only-replicas",
+        action="store_true",
+        help="skip the single-server and stdio runs (HAProxy runs only)",
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", type=Path, help="py-spy samples (raw) of the HTTP server under load")
@@ -367,41 +432,14 @@ def main(argv: list[str] | None = None) -> int:
         queries = make_queries(root / KB_FOLDER, args.queries, args.seed, max_words=3)
         random.Random(args.seed).shuffle(queries)
 
-        server = HttpServer(root).wait_ready(timeout=120)
-        spy = None
-        try:
-            if args.profile:
-                tool = find_py_spy()
-                if tool is None:
-                    print("py-spy not found (pip install py-spy); --profile ignored", file=sys.stderr)
-                else:
-                    spy = subprocess.Popen(
-                        [tool, "record", "--pid", str(server.process.pid), "--format", "raw"]
-                        + ["--rate", "200", "--output", str(args.profile), "--nonblocking"],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-            http_rows, tally = anyio.run(
-                run_http,
-                server.url,
-                server.process.pid,
-                queries,
-                args.clients,
-                args.calls,
-                args.mode,
-                [int(n) for n in args.sweep.split(",") if n.strip()],
+        http_rows: list[list[str]] = []
+        stdio_rows: list[list[str]] = []
+        tally = Tally()
+        if not args.only_replicas:
+            http_rows, tally = single_server(root, queries, args)
+            stdio_rows = anyio.run(
+                run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
             )
-        finally:
-            if spy is not None:
-                spy.send_signal(2)  # SIGINT: py-spy writes the flame graph and exits
-                try:
-                    spy.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    spy.kill()
-            server.stop()
-        stdio_rows = anyio.run(
-            run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
-        )
         replica_rows = run_replicas(
             root,
             [int(n) for n in args.replicas.split(",") if n.strip()],
@@ -412,21 +450,25 @@ def main(argv: list[str] | None = None) -> int:
             machine.cores,
         )
 
-    headers = ["run", "calls", "errors", "p50", "p99", "max", "throughput", "CPU/call server / client"]
-    print_table(
-        headers,
-        http_rows + stdio_rows,
-        title=f"search on cpp-docs ({documents} docs, {len(queries)} queries: titles, 2-3 word runs)",
-    )
-    p99 = percentile(tally.latencies, 99) if tally.latencies else float("inf")
-    print()
-    print_table(
-        ["target", "measured", "status"],
-        [
-            [f"HTTP {args.clients} clients: errors = 0", str(len(tally.errors)), verdict(not tally.errors)],
-            [f"HTTP {args.clients} clients: p99 <= 50 ms", ms(p99), verdict(p99 <= P99_TARGET)],
-        ],
-    )
+    title = f"search on cpp-docs ({documents} docs, {len(queries)} queries: titles, 2-3 word runs)"
+    if http_rows:
+        headers = ["run", "calls", "errors", "p50", "p99", "max", "throughput", "CPU/call server / client"]
+        print_table(headers, http_rows + stdio_rows, title=title)
+        p99 = percentile(tally.latencies, 99) if tally.latencies else float("inf")
+        print()
+        print_table(
+            ["target", "measured", "status"],
+            [
+                [
+                    f"HTTP {args.clients} clients: errors = 0",
+                    str(len(tally.errors)),
+                    verdict(not tally.errors),
+                ],
+                [f"HTTP {args.clients} clients: p99 <= 50 ms", ms(p99), verdict(p99 <= P99_TARGET)],
+            ],
+        )
+    else:
+        print(f"\n{title}")
     if replica_rows:
         print_table(
             [

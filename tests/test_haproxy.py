@@ -295,9 +295,11 @@ async def exercise(cluster: Cluster, balancer: Balancer) -> None:  # noqa: C901,
         return [s for s in sessions if s.replica == name and s.ended_by is None]
 
     async def until(predicate: Callable[[], bool], what: str, timeout: float = 60) -> None:
-        with anyio.fail_after(timeout):
+        with anyio.move_on_after(timeout):
             while not predicate():
                 await anyio.sleep(0.05)
+        if not predicate():
+            raise TimeoutError(f"not within {timeout} s: {what}; sessions: {sessions}")
 
     def in_thread(function: Callable[[], object]) -> object:
         return anyio.to_thread.run_sync(function)
@@ -310,7 +312,7 @@ async def exercise(cluster: Cluster, balancer: Balancer) -> None:  # noqa: C901,
         await until(lambda: len(sessions) >= legacy_clients and sum(tally.calls.values()) >= 30, "warm-up")
         extra = legacy_clients
         while not all(current(name) for name in cluster.names) and extra < legacy_clients + 9:
-            group.start_soon(legacy, extra)  # leastconn spreads sessions; make sure each replica has one
+            group.start_soon(legacy, extra)  # round robin spreads sessions; make sure each replica has one
             extra += 1
             await until(lambda: len(sessions) >= extra, "another session")  # noqa: B023
         assert all(current(name) for name in cluster.names), [(s.replica, s.ended_by) for s in sessions]
@@ -413,7 +415,7 @@ async def edits_reach_every_replica(cluster: Cluster, balancer: Balancer) -> Non
     stop = anyio.Event()
     async with anyio.create_task_group() as group:
         covered: dict[str, str] = {}  # replica -> listener key
-        for attempt in range(15):  # sessions go where leastconn sends them: open until each replica has one
+        for attempt in range(15):  # sessions go where round robin sends them: open until each replica has one
             if len(covered) == len(cluster.names):
                 break
             key, opened, found = f"legacy-{attempt}", anyio.Event(), []

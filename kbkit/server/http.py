@@ -27,7 +27,7 @@ import logging
 import signal
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -236,7 +236,7 @@ class Drain:
     """Whether the server is draining: set by SIGTERM, read by /healthz and by every response."""
 
     seconds: float
-    until: float | None = field(default=None)
+    until: float | None = None
     """time.monotonic() at which draining ends and the server stops; None while serving normally."""
     announced: bool = False
 

@@ -54,8 +54,14 @@ class Balancer:
     """`haproxy -db -f deploy/haproxy.cfg` in front of `replicas` ("HOST:PORT" each), on loopback."""
 
     def __init__(
-        self, executable: str, replicas: Sequence[str], log_path: Path, extra: dict[str, str] | None = None
+        self,
+        executable: str,
+        replicas: Sequence[str],
+        log_path: Path,
+        extra: dict[str, str] | None = None,
+        config: Path = CONFIG,
     ) -> None:
+        """`config`: another file than the shipped one, for an experiment (the tests use the shipped one)."""
         self.replicas = list(replicas)
         self.folder = tempfile.mkdtemp(prefix="kbkit-haproxy-")  # short: a Unix socket path has ~100 bytes
         self.admin = os.path.join(self.folder, "admin.sock")
@@ -70,7 +76,7 @@ class Balancer:
             self.replicas, KBKIT_BIND=f"fd@{fd}", KBKIT_HAPROXY_SOCKET=self.admin, **(extra or {})
         )
         self.process = subprocess.Popen(
-            [executable, "-db", "-f", str(CONFIG)],
+            [executable, "-db", "-f", str(config)],
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
