@@ -492,7 +492,7 @@ def _search_request(url: str) -> httpx2.Response:
 
 
 def test_sigterm_drains_healthz_says_so_requests_are_still_served_then_it_exits_0(tmp_path: Path) -> None:
-    drain = 4
+    drain = 6  # long enough that the request below goes out within it on a loaded machine
     root = make_project(
         tmp_path / "p", config=f'[kb]\npath = "docs"\n[server.http]\ndrain_seconds = {drain}\n'
     )
@@ -510,12 +510,11 @@ def test_sigterm_drains_healthz_says_so_requests_are_still_served_then_it_exits_
         assert health.json() == {"status": "draining"}
         assert health.headers["connection"] == "close"
         answered = _search_request(server.url)  # sent during the grace period, on a new connection
-        assert server.process.poll() is None  # the server was still up to answer it
         assert answered.status_code == 200, answered.text
         assert (
             sse_json(answered)["result"]["structuredContent"]["results"][0]["path"] == "runbooks/deploy.rst"
         )
-        assert answered.headers["connection"] == "close"  # the client's next request opens a new connection
+        assert answered.headers["connection"] == "close"  # answered while draining; the next request reconnects
         assert server.process.wait(timeout=60) == 0
         assert time.monotonic() - signalled >= drain  # it served for the whole grace period
     finally:
