@@ -13,6 +13,11 @@ words. Every call goes through the real `mcp` client:
   per call.
 - stdio: one `kbkit serve` subprocess and one client: sequential calls, then a few concurrent
   tasks sharing that one session.
+- replicas: HAProxy with the shipped deploy/haproxy.cfg in front of 1, 2 and 3 `kbkit serve
+  --http` replicas (`--replicas`), each on its own copy of the indexed project, under the same
+  `--clients` x `--calls` load: throughput and latency side by side (and one server without
+  HAProxy, for what the balancer costs), with the CPU the replicas, HAProxy and this load
+  generator used, and the machine's core count. Needs Debian's `haproxy`.
 
 Latency is measured in the client (it includes the client's own work). The load generator runs
 on the same machine: on 2 cores it competes with the server, and the table says how much.
@@ -22,6 +27,8 @@ on the same machine: on 2 cores it competes with the server, and the table says 
   side on one server, in the order A B C C B A so drift over the run falls on each alike.
 
     .venv/bin/python bench/http_load.py [--clients 32] [--calls 200] [--sweep 2,4,8] [--mode auto|legacy]
+        [--replicas 1,2,3] # HAProxy in front of that many replicas ('' for none)
+        [--only-replicas]  # only the HAProxy runs (and one server without it, for comparison)
         [--profile FILE]   # py-spy samples of the HTTP server during the load, summed up by
                            # the deepest kbkit source line on each stack (needs py-spy)
         [--auth-calls 100] [--auth-only]
@@ -41,7 +48,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -65,6 +72,7 @@ from mcp.types import TextContent
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from conftest import TEST_TOKEN, HttpServer, http_client, serve_stdio  # noqa: E402
+from peers.haproxy import Balancer, haproxy_path  # noqa: E402
 
 from kbkit.config import load_settings  # noqa: E402
 from kbkit.kb.base import KnowledgeBase  # noqa: E402
@@ -144,24 +152,25 @@ async def run_http(
             )
         )
     for fleet in sweep:
-        row, _ = await fleet_run(url, pid, queries, fleet, min(calls, 100), mode)
+        row, _, _ = await fleet_run(url, lambda: cpu_seconds(pid), queries, fleet, min(calls, 100), mode)
         rows.append(row)
-    row, tally = await fleet_run(url, pid, queries, clients, calls, mode)
+    row, tally, _ = await fleet_run(url, lambda: cpu_seconds(pid), queries, clients, calls, mode)
     rows.append(row)
     return rows, tally
 
 
 async def fleet_run(
     url: str,
-    pid: int,
+    server_cpu: Callable[[], float],
     queries: list[str],
     clients: int,
     calls: int,
     mode: str,
     headers: Mapping[str, str] | None = None,
     label: str = "",
-) -> tuple[list[str], Tally]:
-    """`clients` connections, each calling `calls` times back to back, all released at once."""
+) -> tuple[list[str], Tally, float]:
+    """`clients` connections, each calling `calls` times back to back, all released at once.
+    Returns the table row, the calls, and the wall time."""
     tally = Tally()
     ready = 0
     go = anyio.Event()
@@ -184,17 +193,17 @@ async def fleet_run(
             for number in range(clients):
                 group.start_soon(worker, number)
             await all_ready.wait()
-            server0, client0, started = cpu_seconds(pid), own_cpu(), time.perf_counter()
+            server0, client0, started = server_cpu(), own_cpu(), time.perf_counter()
             go.set()
         wall = time.perf_counter() - started
     row = summary(
         f"HTTP, {clients} clients x {calls} calls ({mode}){label}",
         tally,
         wall,
-        cpu_seconds(pid) - server0,
+        server_cpu() - server0,
         own_cpu() - client0,
     )
-    return row, tally
+    return row, tally, wall
 
 
 async def run_auth(
@@ -207,8 +216,14 @@ async def run_auth(
     cpus: dict[str, float] = dict.fromkeys(bearers, 0.0)
     for name in order:
         server0, started = cpu_seconds(pid), time.perf_counter()
-        _, tally = await fleet_run(
-            url, pid, queries, clients, calls, mode, {"Authorization": f"Bearer {bearers[name]}"}
+        _, tally, _ = await fleet_run(
+            url,
+            lambda: cpu_seconds(pid),
+            queries,
+            clients,
+            calls,
+            mode,
+            {"Authorization": f"Bearer {bearers[name]}"},
         )
         walls[name] += time.perf_counter() - started
         cpus[name] += cpu_seconds(pid) - server0
@@ -382,6 +397,88 @@ async def run_stdio(
     return rows
 
 
+def run_replicas(
+    root: Path, counts: list[int], queries: list[str], clients: int, calls: int, mode: str, cores: int
+) -> list[list[str]]:
+    """HAProxy (deploy/haproxy.cfg) in front of each of `counts` replicas in turn, each replica on
+    its own copy of the indexed project at `root`; the same fleet load through it each time."""
+    haproxy = haproxy_path()
+    if haproxy is None:
+        print("haproxy not found (apt-get install haproxy); the replica runs are skipped", file=sys.stderr)
+        return []
+    copies = [root]
+    for number in range(1, max(counts)):
+        copy = root.parent / f"replica-{number + 1}"
+        shutil.copytree(root, copy, ignore=shutil.ignore_patterns("*-stderr.log"))  # the index comes along
+        copies.append(copy)
+    rows = []
+    direct = HttpServer(root)
+    try:
+        direct.wait_ready(timeout=120)
+        pid = direct.process.pid
+        direct_row, tally, wall = anyio.run(
+            fleet_run, direct.url, lambda: cpu_seconds(pid), queries, clients, calls, mode
+        )
+    finally:
+        direct.stop()
+    lat = tally.latencies or [float("nan")]
+    rows.append(
+        [
+            "none: 1 server, direct",
+            f"{clients} x {calls}",
+            str(len(tally.errors)),
+            ms(percentile(lat, 50)),
+            ms(percentile(lat, 99)),
+            f"{(len(tally.latencies) + len(tally.errors)) / wall:,.0f}/s",
+            direct_row[-1].replace(" / ", " / - / "),
+            str(cores),
+        ]
+    )
+    for count in counts:
+        replicas = [HttpServer(copy) for copy in copies[:count]]
+        balancer = None
+        try:
+            for replica in replicas:
+                replica.wait_ready(timeout=120)
+            balancer = Balancer(
+                haproxy, [f"127.0.0.1:{r.port}" for r in replicas], root.parent / "haproxy.log"
+            )
+            balancer.wait_ready()
+            pids = [r.process.pid for r in replicas]
+            proxy = balancer.process.pid
+            before = cpu_seconds(proxy)
+            row, tally, wall = anyio.run(
+                fleet_run,
+                balancer.url,
+                lambda pids=pids: sum(cpu_seconds(pid) for pid in pids),
+                queries,
+                clients,
+                calls,
+                mode,
+            )
+            proxy_cpu = cpu_seconds(proxy) - before
+        finally:
+            if balancer is not None:
+                balancer.stop()
+            for replica in replicas:
+                replica.stop()
+        done = len(tally.latencies) + len(tally.errors)
+        lat = tally.latencies or [float("nan")]
+        rows.append(
+            [
+                f"HAProxy + {count} replica{'s' if count > 1 else ''}",
+                f"{clients} x {calls}",
+                str(len(tally.errors)),
+                ms(percentile(lat, 50)),
+                ms(percentile(lat, 99)),
+                f"{done / wall:,.0f}/s",
+                row[-1].replace(" / ", f" / {proxy_cpu / max(done, 1) * 1000:.2f} / "),
+                str(cores),
+            ]
+        )
+    return rows
+
+
 def _child_pid(*needles: str) -> int | None:
     """The pid of this process's child whose command line holds every needle (the stdio server)."""
     for entry in Path("/proc").iterdir():
@@ -430,6 +527,73 @@ def find_py_spy() -> str | None:
     return str(beside) if beside.exists() else shutil.which("py-spy")
 
 
+def compare_credentials(
+    root: Path, queries: list[str], args: argparse.Namespace
+) -> tuple[list[list[str]], dict[str, float], list[list[str]]]:
+    """One server taking the shared token, a personal token and an identity provider's JWT: the
+    gate alone in process, then the same load with each credential. Leaves [server.http.oauth] in
+    kbkit.toml; the caller puts the file back."""
+    with issuer() as (issuer_url, jwt_token):
+        with (root / "kbkit.toml").open("a", encoding="utf-8") as config:
+            config.write(
+                f'\n[server.http.oauth]\nissuer = "{issuer_url}"\naudience = "{AUDIENCE}"\n'
+                'scopes = ["kb"]\nclaims = { groups = ["eng"] }\n'
+            )
+        personal = create(root / ".kbkit" / "tokens.json", "bench", "read", None)
+        gate_rows = anyio.run(gate_cost, jwt_token, issuer_url)
+        server = HttpServer(root).wait_ready(timeout=120)
+        try:
+            auth_rows, p50s = anyio.run(
+                run_auth,
+                server.url,
+                server.process.pid,
+                queries,
+                args.clients,
+                args.auth_calls,
+                args.mode,
+                {"shared token": TEST_TOKEN, "personal token": personal, "OAuth JWT (RS256)": jwt_token},
+            )
+        finally:
+            server.stop()
+    return auth_rows, p50s, gate_rows
+
+
+def single_server(root: Path, queries: list[str], args: argparse.Namespace) -> tuple[list[list[str]], Tally]:
+    """One `kbkit serve --http`: sequential calls, the sweep, then the full fleet (optionally profiled)."""
+    server = HttpServer(root).wait_ready(timeout=120)
+    spy = None
+    try:
+        if args.profile:
+            tool = find_py_spy()
+            if tool is None:
+                print("py-spy not found (pip install py-spy); --profile ignored", file=sys.stderr)
+            else:
+                spy = subprocess.Popen(
+                    [tool, "record", "--pid", str(server.process.pid), "--format", "raw"]
+                    + ["--rate", "200", "--output", str(args.profile), "--nonblocking"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+        return anyio.run(
+            run_http,
+            server.url,
+            server.process.pid,
+            queries,
+            args.clients,
+            args.calls,
+            args.mode,
+            [int(n) for n in args.sweep.split(",") if n.strip()],
+        )
+    finally:
+        if spy is not None:
+            spy.send_signal(2)  # SIGINT: py-spy writes the flame graph and exits
+            try:
+                spy.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
@@ -441,6 +605,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stdio-tasks", type=int, default=4, help="concurrent tasks on one stdio session")
     parser.add_argument(
         "--sweep", default="2,4,8", help="smaller fleets measured first, comma-separated ('' for none)"
+    )
+    parser.add_argument(
+        "--replicas", default="1,2,3", help="HAProxy in front of this many replicas, in turn ('' for none)"
+    )
+    parser.add_argument(
+        "--only-replicas",
+        action="store_true",
+        help="skip the single-server and stdio runs (HAProxy runs only)",
     )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", type=Path, help="py-spy samples (raw) of the HTTP server under load")
@@ -467,107 +639,87 @@ def main(argv: list[str] | None = None) -> int:
         queries = make_queries(root / KB_FOLDER, args.queries, args.seed, max_words=3)
         random.Random(args.seed).shuffle(queries)
 
-        idp = issuer()
-        issuer_url, jwt_token = idp.__enter__()  # left in the finally below, with the server
-        with (root / "kbkit.toml").open("a", encoding="utf-8") as config:
-            config.write(
-                f'\n[server.http.oauth]\nissuer = "{issuer_url}"\naudience = "{AUDIENCE}"\n'
-                'scopes = ["kb"]\nclaims = { groups = ["eng"] }\n'
-            )
-        personal = create(root / ".kbkit" / "tokens.json", "bench", "read", None)
-        gate_rows = anyio.run(gate_cost, jwt_token, issuer_url)
-        server = HttpServer(root).wait_ready(timeout=120)
-        spy = None
+        config_text = (root / "kbkit.toml").read_text(encoding="utf-8")
+        auth_rows: list[list[str]] = []
+        p50s: dict[str, float] = {}
+        gate_rows: list[list[str]] = []
+        if not args.only_replicas:
+            auth_rows, p50s, gate_rows = compare_credentials(root, queries, args)
+        (root / "kbkit.toml").write_text(config_text, encoding="utf-8")  # the other runs: no OAuth
         http_rows: list[list[str]] = []
+        stdio_rows: list[list[str]] = []
         tally = Tally()
-        try:
-            auth_rows, p50s = anyio.run(
-                run_auth,
-                server.url,
-                server.process.pid,
-                queries,
-                args.clients,
-                args.auth_calls,
-                args.mode,
-                {"shared token": TEST_TOKEN, "personal token": personal, "OAuth JWT (RS256)": jwt_token},
+        if not (args.only_replicas or args.auth_only):
+            http_rows, tally = single_server(root, queries, args)
+            stdio_rows = anyio.run(
+                run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
             )
-            if args.profile:
-                tool = find_py_spy()
-                if tool is None:
-                    print("py-spy not found (pip install py-spy); --profile ignored", file=sys.stderr)
-                else:
-                    spy = subprocess.Popen(
-                        [tool, "record", "--pid", str(server.process.pid), "--format", "raw"]
-                        + ["--rate", "200", "--output", str(args.profile), "--nonblocking"],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                    )
-            http_rows, tally = (
-                ([], tally)
-                if args.auth_only
-                else anyio.run(
-                    run_http,
-                    server.url,
-                    server.process.pid,
-                    queries,
-                    args.clients,
-                    args.calls,
-                    args.mode,
-                    [int(n) for n in args.sweep.split(",") if n.strip()],
-                )
-            )
-        finally:
-            if spy is not None:
-                spy.send_signal(2)  # SIGINT: py-spy writes the flame graph and exits
-                try:
-                    spy.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    spy.kill()
-            server.stop()
-            idp.__exit__(None, None, None)
-        stdio_rows = (
+        replica_rows = (
             []
             if args.auth_only
-            else anyio.run(
-                run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
+            else run_replicas(
+                root,
+                [int(n) for n in args.replicas.split(",") if n.strip()],
+                queries,
+                args.clients,
+                args.calls,
+                args.mode,
+                machine.cores,
             )
         )
 
     headers = ["run", "calls", "errors", "p50", "p99", "max", "throughput", "CPU/call server / client"]
-    print_table(["credential", "median per request"], gate_rows, title="the gate alone, in-process")
-    print()
-    print_table(headers, auth_rows, title="who is calling: the same load, one server, each credential")
-    shared = p50s["shared token"]
-    print_table(
-        ["target", "measured", "status"],
-        [
+    if auth_rows:
+        print_table(["credential", "median per request"], gate_rows, title="the gate alone, in-process")
+        print()
+        print_table(headers, auth_rows, title="who is calling: the same load, one server, each credential")
+        shared = p50s["shared token"]
+        print_table(
+            ["target", "measured", "status"],
             [
-                f"{name}: p50 within 10 % of the shared token's",
-                f"{p50 / shared:.3f}x",
-                verdict(p50 <= shared * P50_AUTH_TARGET),
-            ]
-            for name, p50 in p50s.items()
-            if name != "shared token"
-        ],
-    )
-    if args.auth_only:
-        print(f"\nmachine: {machine.note()}")
-        return 0
-    print()
-    print_table(
-        headers,
-        http_rows + stdio_rows,
-        title=f"search on cpp-docs ({documents} docs, {len(queries)} queries: titles, 2-3 word runs)",
-    )
-    p99 = percentile(tally.latencies, 99) if tally.latencies else float("inf")
-    print()
-    print_table(
-        ["target", "measured", "status"],
-        [
-            [f"HTTP {args.clients} clients: errors = 0", str(len(tally.errors)), verdict(not tally.errors)],
-            [f"HTTP {args.clients} clients: p99 <= 50 ms", ms(p99), verdict(p99 <= P99_TARGET)],
-        ],
-    )
+                [
+                    f"{name}: p50 within 10 % of the shared token's",
+                    f"{p50 / shared:.3f}x",
+                    verdict(p50 <= shared * P50_AUTH_TARGET),
+                ]
+                for name, p50 in p50s.items()
+                if name != "shared token"
+            ],
+        )
+
+    title = f"search on cpp-docs ({documents} docs, {len(queries)} queries: titles, 2-3 word runs)"
+    if http_rows:
+        print_table(headers, http_rows + stdio_rows, title=title)
+        p99 = percentile(tally.latencies, 99) if tally.latencies else float("inf")
+        print()
+        print_table(
+            ["target", "measured", "status"],
+            [
+                [
+                    f"HTTP {args.clients} clients: errors = 0",
+                    str(len(tally.errors)),
+                    verdict(not tally.errors),
+                ],
+                [f"HTTP {args.clients} clients: p99 <= 50 ms", ms(p99), verdict(p99 <= P99_TARGET)],
+            ],
+        )
+    else:
+        print(f"\n{title}")
+    if replica_rows:
+        print_table(
+            [
+                "balancer",
+                "clients x calls",
+                "errors",
+                "p50",
+                "p99",
+                "throughput",
+                "CPU/call replicas / HAProxy / client",
+                "cores",
+            ],
+            replica_rows,
+            title=f"\nthe same load through HAProxy (deploy/haproxy.cfg), {args.mode}",
+        )
     if tally.errors:
         print(f"\nfirst error: {tally.errors[0]}")
     if args.profile and args.profile.exists():

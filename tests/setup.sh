@@ -2,8 +2,9 @@
 # Installs everything the test suite uses into this checkout, so that on a fresh machine the whole
 # suite runs with nothing skipped: a virtualenv (.venv) with kbkit, its test tools and every extra
 # the tests exercise, and the real third-party peers from npm (the MCP Inspector, the reference
-# memory server, the `skills` CLI, and the Node 24 they need), pinned by tests/peers/npm's lock; and the agents'
-# own CLIs (Claude Code, Gemini CLI, Codex, opencode, Qwen Code, Copilot CLI) into tests/peers/agents.
+# memory server, the `skills` CLI, and the Node 24 they need), pinned by tests/peers/npm's lock; the
+# agents' own CLIs (Claude Code, Gemini CLI, Codex, opencode, Qwen Code, Copilot CLI) into
+# tests/peers/agents; and Debian's HAProxy and openssl (the `haproxy` tier) when missing.
 # Rerunning it brings an existing checkout up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,3 +19,14 @@ npm ci --prefix tests/peers/npm --no-audit --no-fund --loglevel=error
 # lock names every platform's binary package; `npm ci` refuses it where the registry serves only
 # this platform's, so `npm install --no-save` installs the locked versions and leaves the lock as is.
 npm install --prefix tests/peers/agents --no-save --no-audit --no-fund --loglevel=error
+
+# Debian's haproxy, and the openssl CLI the TLS test makes its certificate with, when missing.
+packages=()
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || packages+=(haproxy)
+command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+if [ "${#packages[@]}" -gt 0 ]; then
+    as_root=()
+    [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+    "${as_root[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+fi

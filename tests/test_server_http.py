@@ -7,6 +7,7 @@ and both protocol eras: when the tool surface changes, these are the tests that 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -471,3 +472,72 @@ def test_a_busy_port_is_one_line_naming_it_and_no_boot_line_claims_the_server_is
     assert f"port {port} on 127.0.0.1 is already in use" in lines[0] and "--port" in lines[0]
     assert "Traceback" not in result.stderr and "[kbkit]" not in result.stderr
     assert result.stdout == ""
+
+
+def _search_request(url: str) -> httpx2.Response:
+    """A 2026-07-28 `search` call on a connection of its own."""
+    headers = {
+        **auth_headers(),
+        **JSON_HEADERS,
+        "mcp-protocol-version": MODERN,
+        "mcp-method": "tools/call",
+        "mcp-name": "search",
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "search", "arguments": {"query": "blue green"}, "_meta": modern_meta()},
+    }
+    with httpx2.Client(timeout=30) as http:
+        return http.post(url, headers=headers, json=body)
+
+
+def test_sigterm_drains_healthz_says_so_requests_are_still_served_then_it_exits_0(tmp_path: Path) -> None:
+    drain = 6  # long enough that the request below goes out within it on a loaded machine
+    root = make_project(
+        tmp_path / "p", config=f'[kb]\npath = "docs"\n[server.http]\ndrain_seconds = {drain}\n'
+    )
+    server = HttpServer(root).wait_ready()
+    try:
+        assert f"drain: {drain} s on SIGTERM" in server.stderr()
+        signalled = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+
+        def draining() -> httpx2.Response | None:
+            health = httpx2.get(f"{server.base}/healthz", timeout=30)
+            return health if health.status_code == 503 else None
+
+        health = wait_until(draining, timeout=30, what="/healthz to answer 503")
+        assert health.json() == {"status": "draining"}
+        assert health.headers["connection"] == "close"
+        answered = _search_request(server.url)  # sent during the grace period, on a new connection
+        assert answered.status_code == 200, answered.text
+        assert (
+            sse_json(answered)["result"]["structuredContent"]["results"][0]["path"] == "runbooks/deploy.rst"
+        )
+        assert answered.headers["connection"] == "close"  # answered while draining; the next request reconnects
+        assert server.process.wait(timeout=60) == 0
+        assert time.monotonic() - signalled >= drain  # it served for the whole grace period
+    finally:
+        server.stop()
+    log = server.stderr()
+    assert f"SIGTERM: draining for {drain} s" in log
+    assert "stopped: in-flight requests finished, index closed" in log
+
+
+def test_a_second_sigterm_or_a_sigint_cuts_the_drain_short(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n[server.http]\ndrain_seconds = 600\n')
+    for second in (signal.SIGTERM, signal.SIGINT):
+        server = HttpServer(root).wait_ready()
+        try:
+            server.process.send_signal(signal.SIGTERM)
+            wait_until(
+                lambda: httpx2.get(f"{server.base}/healthz", timeout=30).status_code == 503,  # noqa: B023
+                timeout=30,
+                what="/healthz to answer 503",
+            )
+            server.process.send_signal(second)
+            assert server.process.wait(timeout=60) == 0  # well before the 600 s drain is over
+        finally:
+            server.stop()

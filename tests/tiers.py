@@ -22,6 +22,7 @@ FAST = "fast"
 TIERS: dict[str, str] = {
     "git": "runs git (itself, or through kbkit sync and kbkit skills)",
     "processes": "starts kbkit (forked or its console script), a Python peer, ruff or mypy; and git",
+    "haproxy": "runs HAProxy (Debian's haproxy) in front of kbkit replicas; and the above",
     "npm": "runs a Node.js peer from npm (the MCP Inspector, the skills CLI, server-memory); and the above",
     "idp": "starts an OAuth identity provider (node-oidc-provider, tests/peers/npm/idp.mjs); and the above",
     "agents": "runs a coding agent's own CLI (tests/peers/agents: Claude Code, Gemini CLI, ...); and the above",
@@ -63,6 +64,8 @@ def kind(argv: list[str]) -> str:
         return "agents"
     if program == "git":
         return "git"
+    if program == "haproxy":
+        return "haproxy"
     if any(part.endswith("idp.mjs") for part in argv[1:3]):
         return "idp"
     if program in ("node", "npm", "npx") or any("node_modules" in part for part in argv[:2]):

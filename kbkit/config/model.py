@@ -158,6 +158,7 @@ VariableNames = Annotated[Names, AfterValidator(_variable_names)]
 Port = Annotated[StrictInt, Field(ge=0, le=65535)]
 Count = Annotated[StrictInt, Field(ge=1, le=10**7)]
 Seconds = Annotated[StrictInt, Field(ge=1, le=3600)]
+DrainSeconds = Annotated[StrictInt, Field(ge=0, le=600)]
 
 
 class Section(BaseModel):
@@ -241,6 +242,9 @@ class Http(Section):
         1000, "most HTTP connections open at once (fewer if the open-file limit is low)"
     )
     client_timeout: Seconds = key(30, "seconds a client may take to send a request or to read a reply")
+    drain_seconds: DrainSeconds = key(
+        5, "seconds SIGTERM keeps serving while /healthz answers 503 for a balancer (0: stop at once)"
+    )
     memory: StrictBool = key(
         False, "attach the session-memory tools over HTTP too (every caller shares one memory bank)"
     )

@@ -1,7 +1,13 @@
 """The streamable HTTP transport: the same server, behind a token, a Host/Origin gate and limits.
 
-    GET  /healthz   unauthenticated liveness: {"status": "ok"} and nothing else
+    GET  /healthz   unauthenticated: {"status": "ok"}, or 503 {"status": "draining"} after SIGTERM
     *    /mcp       the MCP endpoint (2025-11-25 sessions and 2026-07-28 stateless requests)
+
+On SIGTERM the server drains before it stops (docs/adr/0029): for `[server.http] drain_seconds`
+/healthz answers 503 so a balancer's health check takes the replica out, while every request,
+in flight or newly arrived, is still served (each reply then says `Connection: close`, so a
+client's next request opens a connection the balancer routes elsewhere). A second SIGTERM, or
+SIGINT (Ctrl-C), stops at once.
 
 Connections are bounded in number and in how long they may stall (kbkit/server/connections.py),
 and every warning goes to stderr through one rate limit (kbkit/server/logs.py).
@@ -18,7 +24,9 @@ from __future__ import annotations
 import errno
 import ipaddress
 import logging
+import signal
 import socket
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +37,7 @@ from sse_starlette.sse import AppStatus
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kbkit.catalog.clients import TOKEN_VAR
 from kbkit.config import Settings
@@ -44,6 +52,8 @@ from kbkit.server.connections import (
     usable_file_limit,
 )
 from kbkit.server.logs import install_stderr_log
+
+logger = logging.getLogger("kbkit.http")
 
 TOKEN_MIN_LENGTH = 16
 """The shortest MCP_TOKEN `kbkit serve --http` accepts (and `kbkit doctor` passes)."""
@@ -80,6 +90,8 @@ class HttpPlan:
     max_connections: int
     """`[server.http] max_connections`, lowered where the open-file limit would not hold that many."""
     client_timeout: int
+    drain_seconds: int = 0
+    """`[server.http] drain_seconds`: how long SIGTERM keeps serving with /healthz at 503."""
     file_limit: int = 0
     """The open-file limit the server runs under, when it lowered max_connections (else 0)."""
     auth: AuthPlan | None = field(default=None, repr=False)
@@ -102,7 +114,12 @@ class HttpPlan:
         if self.file_limit:
             limits += f" (lowered to fit the open-file limit, {self.file_limit}; raise it with `ulimit -Hn`)"
         auth = self.auth.describe(self.url) if self.auth else []
-        return [f"http: {self.url} (health: {HEALTH_PATH})", *auth, reach, limits]
+        drain = (
+            f"drain: {self.drain_seconds} s on SIGTERM ({HEALTH_PATH} answers 503 meanwhile)"
+            if self.drain_seconds
+            else "drain: none (drain_seconds = 0: SIGTERM stops at once)"
+        )
+        return [f"http: {self.url} (health: {HEALTH_PATH})", *auth, reach, limits, drain]
 
 
 def weak_token(token: str) -> str | None:
@@ -155,19 +172,70 @@ def plan_http(
         session_idle_timeout=settings.http.session_idle_timeout,
         max_connections=budget,
         client_timeout=settings.http.client_timeout,
+        drain_seconds=settings.http.drain_seconds,
         file_limit=file_limit if budget < settings.http.max_connections else 0,
         auth=auth,
         kb_tools=settings.server_tools,
     )
 
 
-async def _healthz(request: Request) -> JSONResponse:
-    return JSONResponse({"status": "ok"})
+@dataclass
+class Drain:
+    """Whether the server is draining: set by SIGTERM, read by /healthz and by every response."""
+
+    seconds: float
+    until: float | None = None
+    """time.monotonic() at which draining ends and the server stops; None while serving normally."""
+    announced: bool = False
+
+    @property
+    def draining(self) -> bool:
+        return self.until is not None
+
+    def start(self) -> None:
+        """Begin draining (safe in a signal handler: it only stores a number)."""
+        self.until = time.monotonic() + self.seconds
+
+    def over(self) -> bool:
+        return self.until is not None and time.monotonic() >= self.until
 
 
-def build_app(server: Server[Any], plan: HttpPlan) -> ASGIApp:
+class DrainGate:
+    """ASGI middleware: while the server drains, every response carries `Connection: close`, so a
+    keep-alive client comes back on a new connection (one a balancer routes to another replica)."""
+
+    def __init__(self, app: ASGIApp, drain: Drain) -> None:
+        self.app = app
+        self.drain = drain
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def closing(message: Any) -> None:
+            if message["type"] == "http.response.start" and self.drain.draining:
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, receive, closing)
+
+
+def health_route(drain: Drain) -> Route:
+    """GET /healthz: 200 `ok` while serving, 503 `draining` once SIGTERM has started the drain."""
+
+    async def healthz(request: Request) -> JSONResponse:
+        if drain.draining:
+            return JSONResponse({"status": "draining"}, status_code=503, headers={"retry-after": "1"})
+        return JSONResponse({"status": "ok"})
+
+    return Route(HEALTH_PATH, healthz, methods=["GET"])
+
+
+def build_app(server: Server[Any], plan: HttpPlan, drain: Drain | None = None) -> ASGIApp:
     from kbkit.server.auth.wiring import gated
 
+    drain = drain or Drain(plan.drain_seconds)
     routes, wrap = gated(plan.auth, plan.url, plan.kb_tools, open_paths=(HEALTH_PATH,))
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
@@ -180,19 +248,43 @@ def build_app(server: Server[Any], plan: HttpPlan) -> ASGIApp:
             allowed_origins=list(plan.allowed_origins),
         ),
         host=plan.host,
-        custom_starlette_routes=[Route(HEALTH_PATH, _healthz, methods=["GET"]), *routes],
+        custom_starlette_routes=[health_route(drain), *routes],
     )
-    return wrap(app)
+    return DrainGate(wrap(app), drain)
 
 
 class _GracefulServer(uvicorn.Server):
-    """uvicorn re-raises a caught SIGTERM/SIGINT after its graceful shutdown, which would kill the
-    process before our own cleanup (closing the index) runs; forget the signal instead, so
-    `kbkit serve --http` ends with exit code 0 after a clean shutdown."""
+    """uvicorn with a drain before its graceful shutdown.
+
+    The first SIGTERM starts draining (when `drain.seconds` > 0): the server goes on accepting and
+    serving while /healthz answers 503, and its tick ends the loop once the drain is over. A second
+    SIGTERM, or a SIGINT, stops at once. uvicorn re-raises a caught signal after its graceful
+    shutdown, which would kill the process before our own cleanup (closing the index) runs; forget
+    the signal instead, so `kbkit serve --http` ends with exit code 0 after a clean shutdown."""
+
+    def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
+        super().__init__(config)
+        self.drain = drain
 
     def handle_exit(self, sig: int, frame: Any) -> None:
+        first_term = sig == signal.SIGTERM and not self.drain.draining and not self.should_exit
+        if first_term and self.drain.seconds > 0:
+            self.drain.start()
+            return
         super().handle_exit(sig, frame)
         self._captured_signals.clear()
+
+    async def on_tick(self, counter: int) -> bool:
+        if self.drain.draining and not self.drain.announced:
+            self.drain.announced = True
+            logger.warning(
+                "http: SIGTERM: draining for %g s (%s answers 503; requests are still served), then stopping",
+                self.drain.seconds,
+                HEALTH_PATH,
+            )
+        if self.drain.over():
+            self.should_exit = True
+        return await super().on_tick(counter)
 
 
 def bind(plan: HttpPlan) -> socket.socket:
@@ -228,16 +320,18 @@ def bind(plan: HttpPlan) -> socket.socket:
 
 
 async def serve_http(server: Server[Any], plan: HttpPlan, sock: socket.socket) -> None:
-    """Serve on `sock` (from `bind`) until SIGINT/SIGTERM. On a signal, notification streams end
-    and requests in flight get their responses (for up to GRACEFUL_SECONDS) before it stops."""
+    """Serve on `sock` (from `bind`) until SIGINT/SIGTERM. SIGTERM first drains for
+    `plan.drain_seconds` (module docstring); then notification streams end and requests in flight
+    get their responses (for up to GRACEFUL_SECONDS) before it stops."""
     raise_open_file_limit()
     # sse-starlette ends every SSE response as soon as uvicorn sees a signal, and 2025-11-25
     # replies are SSE responses: a request in flight would lose its answer. Listener streams are
     # ended by the connection guard instead (GuardedH11Protocol.shutdown).
     AppStatus.disable_automatic_graceful_drain()  # type: ignore[no-untyped-call]  # sse-starlette is untyped here
     guard = ConnectionGuard(max_connections=plan.max_connections, client_timeout=plan.client_timeout)
+    drain = Drain(plan.drain_seconds)
     config = uvicorn.Config(
-        build_app(server, plan),
+        build_app(server, plan, drain),
         host=plan.host,
         port=plan.port,
         http=guard.protocol_class(),
@@ -253,7 +347,7 @@ async def serve_http(server: Server[Any], plan: HttpPlan, sock: socket.socket) -
     )
     handler = install_stderr_log()
     try:
-        await _GracefulServer(config).serve(sockets=[sock])
+        await _GracefulServer(config, drain).serve(sockets=[sock])
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
