@@ -27,6 +27,7 @@ from conftest import TEST_TOKEN, HttpServer, kbkit_command, make_project
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from test_server_http import INITIALIZE
 
 from kbkit.catalog.clients import CLIENTS
 from kbkit.catalog.clients import Client as ClientRow
@@ -375,23 +376,13 @@ async def test_remote_transport_http_entries_work_when_the_agent_s_environment_h
     no_token = agent_environment(agent_home)
     without = await launch_every_client(root, no_token, tmp_path / "without", only=direct)
     assert not any(r.ok for r in without.values()), table(without)
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
     for name in direct:
         launch = launch_of(root, CLIENTS[name], no_token)
         assert launch.url == remote_server.url, name
         sent = {key: value.strip() for key, value in launch.headers.items()}  # `Bearer ` as `Bearer`
         async with httpx2.AsyncClient(timeout=30) as http:
             answer = await http.post(
-                launch.url, json=initialize, headers={**sent, "accept": "application/json, text/event-stream"}
+                launch.url, json=INITIALIZE, headers={**sent, "accept": "application/json, text/event-stream"}
             )
         assert answer.status_code == 401, (name, answer.status_code, answer.text[:200])
 
