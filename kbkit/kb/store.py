@@ -72,10 +72,11 @@ class Deadline:
         self._conn.set_progress_handler(None, 0)
 
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
 file names each document refers to) and the referenced table (how many documents refer to each).
-Older files are upgraded (MIGRATIONS) or rebuilt."""
+5: each vector row's start offset and token hash (`embeddings.start`, `embeddings.key`). Older files
+are upgraded (MIGRATIONS) or rebuilt."""
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
@@ -105,7 +106,18 @@ def _add_mentions(conn: sqlite3.Connection) -> None:
     count_references(conn, counts)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _add_mentions}
+_EMBEDDING_KEYS = "CREATE INDEX IF NOT EXISTS embeddings_key ON embeddings (key)"
+
+
+def _add_chunk_offsets(conn: sqlite3.Connection) -> None:
+    """Schema 4 -> 5: where each embedded chunk starts and the hash of its tokens. The rows kept
+    are of the older text view: the next embedding pass replaces them."""
+    conn.execute("ALTER TABLE embeddings ADD COLUMN start INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE embeddings ADD COLUMN key BLOB")
+    conn.execute(_EMBEDDING_KEYS)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _add_mentions, 4: _add_chunk_offsets}
 """Schema version -> the step to the next one, for changes that need no rescan (or re-embedding)."""
 
 _SCHEMA = f"""
@@ -139,8 +151,11 @@ CREATE TABLE IF NOT EXISTS embeddings (
     sha256      TEXT NOT NULL,
     model       TEXT NOT NULL,
     vector      BLOB NOT NULL,
+    start       INTEGER NOT NULL DEFAULT 0,
+    key         BLOB,
     PRIMARY KEY (doc_id, chunk)
 );
+{_EMBEDDING_KEYS};
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
