@@ -338,6 +338,10 @@ def test_a_serving_process_logs_embedding_progress_and_the_finish(
         "search: embedding 64 of 150 documents",
         "search: embedding 128 of 150 documents",
     ]
+    lines.clear()
+    progress(0, 2)  # a pass for an edit or two says only that it is done
+    progress(2, 2)
+    assert lines == []
     report = semantic.EmbedReport(embedded=150, chunks=160, reused=7, total=150, seconds=12.34)
     assert semantic.finished_line(report) == (
         "search: embedded 150 documents (160 chunks, 7 reused) in 12.3 s; 150 have vectors"

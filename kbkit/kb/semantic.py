@@ -646,7 +646,7 @@ class Hybrid:
 
     def _progress_lines(self) -> ProgressFn | None:
         """A progress callback that logs 'search: embedding 1,200 of 7,425 documents' when a pass
-        has work, then at most every PROGRESS_SECONDS."""
+        has more than one group of work (not for an edit or two), then at most every PROGRESS_SECONDS."""
         log = self._log
         if log is None:
             return None
@@ -654,7 +654,11 @@ class Hybrid:
 
         def line(done: int, total: int) -> None:
             now = time.monotonic()
-            if total and done < total and (done == 0 or now - last["at"] >= PROGRESS_SECONDS):
+            if (
+                total > GROUP_DOCUMENTS
+                and done < total
+                and (done == 0 or now - last["at"] >= PROGRESS_SECONDS)
+            ):
                 last["at"] = now
                 log(f"search: embedding {done:,} of {total:,} documents")
 
