@@ -1,11 +1,15 @@
 """Ranking quality, side by side: kbkit, its lexical peers (bm25s, tantivy) and kbkit's hybrid.
 
-Two data sets, every system on the same documents and questions in the same run:
+Three data sets, every system on the same documents and questions in the same run:
 
 - **tldr known-item**: the English tldr pages (7,4xx small Markdown pages, many of them copies of
   a command's page for another platform), and the questions in `bench/data/tldr_questions.tsv`,
   written as a person asks ("which folders are eating all my disk space"), each with the pages
   that answer it. success@5: an answer is in the top 5; MRR@10: 1 / rank of the first answer.
+- **httpx known-item**: a small API reference (the 24 Markdown pages of the httpx docs, in
+  `bench/data/httpx-docs`, BSD-3-Clause) and the questions in `bench/data/httpx_questions.tsv`,
+  asked as a developer would ("make the client throw whenever the server answers 4xx"), each with
+  the one page that answers it. Same metrics as tldr.
 - **BEIR SciFact** (test split): 5,183 abstracts, each written as `<id>.md` (`# title`, blank line,
   abstract); the 300 judged claims go in raw. nDCG@10 (trec_eval: binary gains, log2 discount,
   ideal DCG over the judged documents) and Recall@100.
@@ -15,7 +19,12 @@ budget). Peers get each file's text (and its title), through `bench/_peers.py`. 
 columns appear when the `semantic` extra is installed: "kbkit hybrid" is what
 `[search] semantic = true` serves, "dense alone" the embedding ranking by itself.
 
-    .venv/bin/python bench/search_quality.py [--data DIR] [--only tldr|scifact] [--no-hybrid]
+`--sweep` also runs every fusion in CANDIDATES on the same lexical and dense rankings (kbkit's own
+search with its fusion step swapped), and prints each one's figures on every set beside the
+lexical ones: the fusion shipped must not lose to BM25 alone on any of them.
+
+    .venv/bin/python bench/search_quality.py [--data DIR] [--only tldr|httpx|scifact] [--no-hybrid]
+        [--sweep] [--workdir DIR]
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import statistics
 import sys
 import tempfile
@@ -31,6 +41,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from _peers import Peer, available_peers
 from _util import MachineWatch, data_dir, ms, percentile, print_table, unpack, verdict
@@ -40,7 +51,10 @@ from kbkit.kb import search as kb_search
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.parsers import parse_markdown
 
-QUESTIONS = Path(__file__).resolve().parent / "data" / "tldr_questions.tsv"
+DATA = Path(__file__).resolve().parent / "data"
+QUESTIONS = DATA / "tldr_questions.tsv"
+HTTPX_QUESTIONS = DATA / "httpx_questions.tsv"
+HTTPX_DOCS = DATA / "httpx-docs"
 TLDR_PAGES = "tldr-en/pages"
 TARGETS = {
     "success@5": (0.85, 0.90),
@@ -68,7 +82,10 @@ def load_questions(path: Path = QUESTIONS) -> list[tuple[str, list[str]]]:
 
 
 def answers_match(path: str, answers: list[str]) -> bool:
-    """`name` accepts that command's page on any platform; `platform/name` only that page."""
+    """`name` accepts that command's page on any platform; `platform/name` only that page; a path
+    ending in `.md` only that file."""
+    if any(answer.endswith(".md") for answer in answers):
+        return path in answers
     stem = path[:-3] if path.endswith(".md") else path
     return any(stem == answer if "/" in answer else stem.rsplit("/", 1)[-1] == answer for answer in answers)
 
@@ -90,6 +107,113 @@ def hybrid_available() -> str | None:
     from kbkit.kb import semantic
 
     return semantic.unavailable_reason()
+
+
+class _Remembered:
+    """A dense ranker that embeds each query once, however many fusions read its ranking."""
+
+    def __init__(self, ranker: kb_search.DenseRanker) -> None:
+        self._ranker = ranker
+        self._seen: dict[tuple[str, int, str], list[tuple[int, float]]] = {}
+
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]:
+        key = (query, limit, path_prefix)
+        if key not in self._seen:
+            self._seen[key] = self._ranker.rank(query, limit, path_prefix=path_prefix)
+        return self._seen[key]
+
+
+Scores = Callable[[list[Any], list[tuple[int, float]]], dict[int, float]]
+
+
+def rrf_scores(
+    lexical: list[Any], dense: list[tuple[int, float]], *, k: int = 20, dense_weight: float = 1.0
+) -> dict[int, float]:
+    """Reciprocal-rank fusion (Cormack et al. 2009), kbkit's fusion before docs/adr/0028 (k = 20,
+    equal weights): each document's sum of weight / (k + rank) over the two rankings."""
+    scores: dict[int, float] = {}
+    for rank, hit in enumerate(lexical):
+        scores[hit.doc_id] = 1.0 / (k + rank + 1)
+    for rank, (doc_id, _) in enumerate(dense):
+        scores[doc_id] = scores.get(doc_id, 0.0) + dense_weight / (k + rank + 1)
+    return scores
+
+
+def _rrf(k: int, dense_weight: float = 1.0) -> Scores:
+    def rule(lexical: list[Any], dense: list[tuple[int, float]]) -> dict[int, float]:
+        return rrf_scores(lexical, dense, k=k, dense_weight=dense_weight)
+
+    return rule
+
+
+def _convex(alpha: float) -> Scores:
+    """alpha x BM25 + (1 - alpha) x cosine, each min-max normalised over its own candidates."""
+
+    def rule(lexical: list[Any], dense: list[tuple[int, float]]) -> dict[int, float]:
+        return kb_search.convex_scores(lexical, dense, lexical_weight=alpha)
+
+    return rule
+
+
+def _confident(k: int, lead: float, dense_weight: float) -> Scores:
+    """RRF whose dense weight drops to `dense_weight` when BM25's top hit leads its second by
+    `lead` (1 - s2/s1) or more."""
+
+    def rule(lexical: list[Any], dense: list[tuple[int, float]]) -> dict[int, float]:
+        gap = 1 - lexical[1].score / lexical[0].score if len(lexical) > 1 and lexical[0].score > 0 else 1.0
+        return rrf_scores(lexical, dense, k=k, dense_weight=dense_weight if gap >= lead else 1.0)
+
+    return rule
+
+
+def _kept_top(k: int, lead: float) -> Scores:
+    """RRF, but a BM25 top hit leading its second by `lead` or more stays first."""
+
+    def rule(lexical: list[Any], dense: list[tuple[int, float]]) -> dict[int, float]:
+        scores = rrf_scores(lexical, dense, k=k)
+        gap = 1 - lexical[1].score / lexical[0].score if len(lexical) > 1 and lexical[0].score > 0 else 1.0
+        if lexical and gap >= lead:
+            scores[lexical[0].doc_id] = max(scores.values()) + 1.0
+        return scores
+
+    return rule
+
+
+def _dense_spread(k: int, spread: float) -> Scores:
+    """RRF whose dense weight is the dense ranking's own confidence: its top cosine's lead over its
+    tenth, over `spread` (at most 1). A flat dense ranking barely moves BM25's."""
+
+    def rule(lexical: list[Any], dense: list[tuple[int, float]]) -> dict[int, float]:
+        lead = dense[0][1] - dense[min(9, len(dense) - 1)][1] if dense else 0.0
+        return rrf_scores(lexical, dense, k=k, dense_weight=min(1.0, lead / spread))
+
+    return rule
+
+
+CANDIDATES: dict[str, Scores] = {
+    "RRF k=20 (before)": _rrf(20),
+    "RRF k=60": _rrf(60),
+    "RRF k=20, dense 0.5": _rrf(20, 0.5),
+    "RRF k=20, dense 0.7": _rrf(20, 0.7),
+    "RRF k=60, dense 0.7": _rrf(60, 0.7),
+    "convex 0.5 (shipped)": _convex(0.5),
+    "convex 0.7": _convex(0.7),
+    "confident lead 0.2 -> dense 0.3": _confident(20, 0.2, 0.3),
+    "confident lead 0.3 -> dense 0.3": _confident(20, 0.3, 0.3),
+    "confident lead 0.3 -> dense 0": _confident(20, 0.3, 0.0),
+    "top kept at lead 0.2": _kept_top(20, 0.2),
+    "top kept at lead 0.3": _kept_top(20, 0.3),
+    "convex 0.6": _convex(0.6),
+    "convex 0.4": _convex(0.4),
+    "convex 0.45": _convex(0.45),
+    "convex 0.55": _convex(0.55),
+    "confident lead 0.2 -> dense 0.5": _confident(20, 0.2, 0.5),
+    "confident lead 0.1 -> dense 0.3": _confident(20, 0.1, 0.3),
+    "dense weight = its spread / 0.1": _dense_spread(20, 0.1),
+    "dense weight = its spread / 0.2": _dense_spread(20, 0.2),
+}
+"""The fusions `--sweep` measures: name -> rule (BM25 hits with their scores, dense (doc id,
+cosine) pairs) -> fused score per document."""
 
 
 class Systems:
@@ -136,6 +260,26 @@ class Systems:
         paths = dict(conn.execute(f"SELECT id, path FROM documents WHERE id IN ({','.join(map(str, ids))})"))
         return [self.key(paths[doc_id]) for doc_id in ids if doc_id in paths]
 
+    def sweep(self, queries: list[str]) -> dict[str, list[list[str]]]:
+        """Each fusion in CANDIDATES over the same BM25 and dense rankings: kbkit's search with its
+        fusion rule swapped (the dense ranking of each query computed once)."""
+        ranker = self.kb.dense_ranker()
+        assert ranker is not None
+        dense = _Remembered(ranker)
+        out = {}
+        for name, rule in CANDIDATES.items():
+            with patch.object(kb_search, "fusion_scores", rule):
+                out[name] = [
+                    [
+                        self.key(hit.path)
+                        for hit in kb_search.search(
+                            self.kb.store, self.kb.registry, query, limit=LIMIT, max_tokens=None, dense=dense
+                        ).results
+                    ]
+                    for query in queries
+                ]
+        return out
+
     def run(self, queries: list[str]) -> dict[str, tuple[list[list[str]], list[float]]]:
         out = {}
         for name, ranker in self.rankers.items():
@@ -153,19 +297,33 @@ class Systems:
         self.kb.close()
 
 
-def table(title: str, metrics: dict[str, dict[str, float]], runs: dict[str, Any], systems: Systems) -> None:
+def table(
+    title: str,
+    metrics: dict[str, dict[str, float]],
+    runs: dict[str, Any],
+    systems: Systems,
+    targets: dict[str, tuple[float, float | None]] | None = TARGETS,
+) -> None:
+    """The set's table; with `targets` None the hybrid verdict is "not below BM25 alone"."""
     names = list(runs)
     headers = ["metric", *names, "target (lexical / hybrid)", "kbkit", "hybrid"]
     rows = []
     for metric, values in metrics.items():
-        lexical, hybrid = TARGETS[metric]
+        if targets is None:
+            target, kbkit_ok = "hybrid >= kbkit", None
+            hybrid_ok = values["kbkit hybrid"] >= values["kbkit"] if "kbkit hybrid" in values else None
+        else:
+            lexical, hybrid = targets[metric]
+            target = f">= {lexical}" + (f" / >= {hybrid}" if hybrid else "")
+            kbkit_ok = values["kbkit"] >= lexical
+            hybrid_ok = values["kbkit hybrid"] >= (hybrid or lexical) if "kbkit hybrid" in values else None
         rows.append(
             [
                 metric,
                 *(f"{values[name]:.3f}" for name in names),
-                f">= {lexical}" + (f" / >= {hybrid}" if hybrid else ""),
-                verdict(values["kbkit"] >= lexical),
-                verdict(values["kbkit hybrid"] >= (hybrid or lexical)) if "kbkit hybrid" in values else "",
+                target,
+                verdict(kbkit_ok),
+                verdict(hybrid_ok),
             ]
         )
     rows.append(["query p50", *(ms(percentile(runs[n][1], 50)) for n in names), "", "", ""])
@@ -188,35 +346,82 @@ def project_dir(workdir: Path | None, name: str) -> Iterator[tuple[Path, bool]]:
     (root / ".ready").touch()
 
 
-def run_tldr(data: Path, hybrid: bool, workdir: Path | None) -> None:
-    questions = load_questions()
+SweepFigures = dict[str, dict[str, dict[str, float]]]
+"""set -> fusion (and "kbkit", BM25 alone) -> metric -> value."""
+
+
+def known_item_metrics(
+    questions: list[tuple[str, list[str]]], ranked: list[list[str]]
+) -> tuple[dict[str, float], list[str]]:
+    """success@5 and MRR@10 of one system, and its misses (question -> its top 3)."""
+    hits5, rr, misses = [], [], []
+    for (text, answers), paths in zip(questions, ranked, strict=True):
+        first = next((i for i, p in enumerate(paths[:10]) if answers_match(p, answers)), None)
+        hits5.append(first is not None and first < 5)
+        rr.append(0.0 if first is None else 1.0 / (first + 1))
+        if first is None or first >= 5:
+            misses.append(f"{text!r} -> {', '.join(paths[:3])}")
+    return {"success@5": statistics.fmean(hits5), "MRR@10": statistics.fmean(rr)}, misses
+
+
+def run_known_item(
+    label: str,
+    questions: list[tuple[str, list[str]]],
+    systems: Systems,
+    *,
+    targets: dict[str, tuple[float, float | None]] | None,
+    sweep: SweepFigures | None,
+    name: str,
+) -> None:
+    try:
+        pages = systems.kb.store.reader().execute("SELECT count(*) FROM documents").fetchone()[0]
+        texts = [text for text, _ in questions]
+        runs = systems.run(texts)
+        swept = systems.sweep(texts) if sweep is not None and "kbkit hybrid" in runs else {}
+    finally:
+        systems.close()
+    metrics: dict[str, dict[str, float]] = {"success@5": {}, "MRR@10": {}}
+    misses: dict[str, list[str]] = {}
+    for system, (ranked, _) in runs.items():
+        values, misses[system] = known_item_metrics(questions, ranked)
+        for metric, value in values.items():
+            metrics[metric][system] = value
+    table(f"{label}: {len(questions)} questions over {pages} pages", metrics, runs, systems, targets)
+    for line in misses.get("kbkit", []):
+        print(f"  kbkit miss: {line}")
+    if sweep is not None and swept:
+        sweep[name] = {"kbkit": {metric: metrics[metric]["kbkit"] for metric in metrics}}
+        sweep[name]["dense alone"] = {metric: metrics[metric]["dense alone"] for metric in metrics}
+        for fusion, ranked in swept.items():
+            sweep[name][fusion] = known_item_metrics(questions, ranked)[0]
+
+
+def run_tldr(data: Path, hybrid: bool, workdir: Path | None, sweep: SweepFigures | None = None) -> None:
     with project_dir(workdir, "tldr") as (root, new):
         if new:
             unpack(data / "tldr-en.tar.gz", root)
         systems = Systems(root, TLDR_PAGES, hybrid=hybrid, key=lambda path: path)
-        try:
-            pages = systems.kb.store.reader().execute("SELECT count(*) FROM documents").fetchone()[0]
-            runs = systems.run([text for text, _ in questions])
-        finally:
-            systems.close()
-    metrics: dict[str, dict[str, float]] = {"success@5": {}, "MRR@10": {}}
-    misses: dict[str, list[str]] = {}
-    for name, (ranked, _) in runs.items():
-        hits5, rr = [], []
-        for (text, answers), paths in zip(questions, ranked, strict=True):
-            first = next((i for i, p in enumerate(paths[:10]) if answers_match(p, answers)), None)
-            hits5.append(first is not None and first < 5)
-            rr.append(0.0 if first is None else 1.0 / (first + 1))
-            if name == "kbkit" and (first is None or first >= 5):
-                misses.setdefault(name, []).append(f"{text!r} -> {', '.join(paths[:3])}")
-        metrics["success@5"][name] = statistics.fmean(hits5)
-        metrics["MRR@10"][name] = statistics.fmean(rr)
-    table(f"tldr known-item: {len(questions)} questions over {pages} pages", metrics, runs, systems)
-    for line in misses.get("kbkit", []):
-        print(f"  kbkit miss: {line}")
+        run_known_item(
+            "tldr known-item", load_questions(), systems, targets=TARGETS, sweep=sweep, name="tldr"
+        )
 
 
-def run_scifact(data: Path, hybrid: bool, workdir: Path | None) -> None:
+def run_httpx(hybrid: bool, workdir: Path | None, sweep: SweepFigures | None = None) -> None:
+    with project_dir(workdir, "httpx") as (root, new):
+        if new:  # the pages only: the licence beside them is not a page
+            shutil.copytree(HTTPX_DOCS, root / "docs", ignore=shutil.ignore_patterns("LICENSE"))
+        systems = Systems(root, "docs", hybrid=hybrid, key=lambda path: path)
+        run_known_item(
+            "httpx docs known-item",
+            load_questions(HTTPX_QUESTIONS),
+            systems,
+            targets=None,
+            sweep=sweep,
+            name="httpx",
+        )
+
+
+def run_scifact(data: Path, hybrid: bool, workdir: Path | None, sweep: SweepFigures | None = None) -> None:
     scifact = data / "scifact"
     qrels: dict[str, set[str]] = {}
     with (scifact / "qrels" / "test.tsv").open(encoding="utf-8") as handle:
@@ -241,26 +446,58 @@ def run_scifact(data: Path, hybrid: bool, workdir: Path | None) -> None:
                 text = f"# {doc['title']}\n\n{doc['text']}\n"
                 (root / "docs" / f"{doc['_id']}.md").write_text(text, encoding="utf-8")
         systems = Systems(root, "docs", hybrid=hybrid, key=lambda path: Path(path).stem)
+        texts = [queries[query_id] for query_id in ids]
         try:
-            runs = systems.run([queries[query_id] for query_id in ids])
+            runs = systems.run(texts)
+            swept = systems.sweep(texts) if sweep is not None and "kbkit hybrid" in runs else {}
         finally:
             systems.close()
+
+    def figures(ranked: list[list[str]]) -> dict[str, float]:
+        return {
+            "nDCG@10": statistics.fmean(ndcg_at(r, qrels[q]) for q, r in zip(ids, ranked, strict=True)),
+            "Recall@100": statistics.fmean(
+                len(qrels[q].intersection(r[:LIMIT])) / len(qrels[q])
+                for q, r in zip(ids, ranked, strict=True)
+            ),
+        }
+
     metrics: dict[str, dict[str, float]] = {"nDCG@10": {}, "Recall@100": {}}
     for name, (ranked, _) in runs.items():
-        metrics["nDCG@10"][name] = statistics.fmean(
-            ndcg_at(r, qrels[q]) for q, r in zip(ids, ranked, strict=True)
-        )
-        metrics["Recall@100"][name] = statistics.fmean(
-            len(qrels[q].intersection(r[:LIMIT])) / len(qrels[q]) for q, r in zip(ids, ranked, strict=True)
-        )
+        for metric, value in figures(ranked).items():
+            metrics[metric][name] = value
     table(f"BEIR SciFact test: {len(ids)} judged claims over 5,183 abstracts", metrics, runs, systems)
+    if sweep is not None and swept:
+        sweep["scifact"] = {name: {m: metrics[m][name] for m in metrics} for name in ("kbkit", "dense alone")}
+        for fusion, ranked in swept.items():
+            sweep["scifact"][fusion] = figures(ranked)
+
+
+def sweep_table(sweep: SweepFigures) -> None:
+    """Every fusion on every set, beside BM25 alone; "never loses" means >= BM25 on every figure."""
+    sets = list(sweep)
+    columns = [(name, metric) for name in sets for metric in next(iter(sweep[name].values()))]
+    headers = ["fusion", *(f"{name} {metric}" for name, metric in columns), "never below BM25"]
+    rows = []
+    for fusion in next(iter(sweep.values())):
+        values = [sweep[name][fusion][metric] for name, metric in columns]
+        lexical = [sweep[name]["kbkit"][metric] for name, metric in columns]
+        never = (
+            ""
+            if fusion in ("kbkit", "dense alone")
+            else verdict(all(v >= b - 1e-9 for v, b in zip(values, lexical, strict=True)))
+        )
+        label = "BM25 alone (kbkit)" if fusion == "kbkit" else fusion
+        rows.append([label, *(f"{v:.3f}" for v in values), never])
+    print_table(headers, rows, "Fusion candidates on the same rankings")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
-    parser.add_argument("--only", choices=["tldr", "scifact"], help="run one data set")
+    parser.add_argument("--only", choices=["tldr", "httpx", "scifact"], help="run one data set")
     parser.add_argument("--no-hybrid", action="store_true", help="leave out the hybrid columns")
+    parser.add_argument("--sweep", action="store_true", help="also measure every fusion in CANDIDATES")
     parser.add_argument(
         "--workdir", type=Path, help="keep each data set's project (index and vectors) here and reuse it"
     )
@@ -271,10 +508,15 @@ def main(argv: list[str] | None = None) -> int:
     hybrid = not args.no_hybrid and why_not is None
     peers = ", ".join(available_peers()) or "none (pip install -e '.[bench]')"
     print(f"peers: {peers}; hybrid: {'on' if hybrid else 'off (' + (why_not or '--no-hybrid') + ')'}")
+    sweep: SweepFigures | None = {} if args.sweep and hybrid else None
     if args.only in (None, "tldr"):
-        run_tldr(data, hybrid, args.workdir)
+        run_tldr(data, hybrid, args.workdir, sweep)
+    if args.only in (None, "httpx"):
+        run_httpx(hybrid, args.workdir, sweep)
     if args.only in (None, "scifact"):
-        run_scifact(data, hybrid, args.workdir)
+        run_scifact(data, hybrid, args.workdir, sweep)
+    if sweep:
+        sweep_table(sweep)
     print(f"\nmachine: {machine.note()}")
     return 0
 

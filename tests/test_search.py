@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 from kbkit.config import load_settings
 from kbkit.errors import QueryError
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.search import MAX_TERMS, SNIPPET_CHARS, compile_query, marker, search_sql, snippet_window
+from kbkit.kb.search import (
+    MAX_TERMS,
+    SNIPPET_CHARS,
+    compile_query,
+    marker,
+    search,
+    search_sql,
+    snippet_window,
+)
 
 
 @pytest.fixture
@@ -146,3 +154,72 @@ def test_snippets_mark_other_forms_of_the_query_words() -> None:
     text = "Before the rollout. We deployed it, then the deployment was checked."
     snippet = snippet_window(text, marker(("deploy",)), "t")
     assert "**deployed**" in snippet and "**deployment**" in snippet
+
+
+class _FixedDense:
+    """A dense ranking (no model) of every page: the cosines given, the other pages far below
+    (0.15 and less), as a sentence model scores a question against pages off its topic."""
+
+    def __init__(self, kb: KnowledgeBase, cosines: dict[str, float]) -> None:
+        ids = dict(kb.store.reader().execute("SELECT path, id FROM documents ORDER BY path"))
+        rest = {path: 0.15 - 0.001 * rank for rank, path in enumerate(p for p in ids if p not in cosines)}
+        ranked = sorted({**cosines, **rest}.items(), key=lambda item: -item[1])
+        self._ranking = [(ids[path], cosine) for path, cosine in ranked]
+
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]:
+        return self._ranking[:limit]
+
+
+API_PAGES = {
+    "authentication.md": "# Authentication\n\nAn example: `httpx.DigestAuth(user, password)` answers the "
+    "server's digest challenge.\n",
+    "clients.md": "# Clients\n\nAn httpx client keeps connections and settings between requests, and sends "
+    "credentials for you; for example a token.\n",
+    "quickstart.md": "# QuickStart\n\nAn httpx example: make a request, read the response, pass credentials "
+    "with auth=.\n",
+    "proxies.md": "# Proxies\n\nSend httpx requests through a proxy that asks for a password, for example.\n",
+    **{f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i} and its history.\n" for i in range(12)},
+}
+"""A small API reference (and unrelated notes, so that common words weigh something in BM25)."""
+
+
+@pytest.fixture
+def api_kb(tmp_path: Path):
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", API_PAGES)))
+    kb.scan()
+    yield kb
+    kb.close()
+
+
+def _fused(kb: KnowledgeBase, query: str, cosines: dict[str, float]) -> list[str]:
+    return [hit.path for hit in search(kb.store, kb.registry, query, dense=_FixedDense(kb, cosines)).results]
+
+
+@pytest.mark.parametrize(
+    "query, cosines",
+    [
+        # What motivated it: an identifier only one page holds (BM25's top hit leads its second by
+        # half its score) while the dense ranking likes two other pages a little more. Equal-weight
+        # reciprocal-rank fusion put the page second.
+        ("httpx.DigestAuth example", {"proxies.md": 0.52, "quickstart.md": 0.51, "authentication.md": 0.50}),
+        # the dense ranking puts it fourth, a little behind pages that share only "example"
+        (
+            "DigestAuth example",
+            {"proxies.md": 0.55, "quickstart.md": 0.50, "clients.md": 0.48, "authentication.md": 0.45},
+        ),
+    ],
+)
+def test_fusion_keeps_a_strong_unique_bm25_hit_where_bm25_alone_puts_it(
+    api_kb: KnowledgeBase, query: str, cosines: dict[str, float]
+) -> None:
+    lexical = [hit.path for hit in api_kb.search(query).results]
+    assert lexical[0] == "authentication.md"
+    assert _fused(api_kb, query, cosines)[0] == "authentication.md"
+
+
+def test_fusion_lets_a_confident_dense_ranking_lead_when_bm25_is_unsure(api_kb: KnowledgeBase) -> None:
+    """Not BM25 with a veto: when its top two are close and the dense ranking is sure, meaning decides."""
+    query = "httpx example credentials"
+    assert [hit.path for hit in api_kb.search(query).results][:2] == ["quickstart.md", "clients.md"]
+    cosines = {"clients.md": 0.65, "proxies.md": 0.40, "authentication.md": 0.38, "quickstart.md": 0.36}
+    assert _fused(api_kb, query, cosines)[0] == "clients.md"

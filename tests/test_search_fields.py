@@ -199,6 +199,11 @@ def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vect
     with sqlite3.connect(settings.index_path) as conn:  # what schema 3 had: no mentions table
         conn.execute("DROP TABLE mentions")
         conn.execute("DROP TABLE referenced")
+        conn.execute("DROP TABLE embeddings")  # nor chunk offsets and keys (schema 5)
+        conn.execute(
+            "CREATE TABLE embeddings (doc_id INTEGER NOT NULL, chunk INTEGER NOT NULL, sha256 TEXT NOT NULL, "
+            "model TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (doc_id, chunk))"
+        )
         conn.execute("INSERT INTO embeddings VALUES (1, 0, 'sha', 'model', x'00')")
         conn.execute("PRAGMA user_version = 3")
     doctor = subprocess.run(
@@ -212,6 +217,6 @@ def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vect
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT names FROM mentions").fetchall() == [("chmod",)]
         assert conn.execute("SELECT * FROM referenced").fetchall() == [("chmod", 1)]
-        assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
+        assert conn.execute("SELECT start, key FROM embeddings").fetchall() == [(0, None)]
     finally:
         kb.close()

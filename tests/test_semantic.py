@@ -175,6 +175,7 @@ def test_kbkit_index_embeds_every_document_before_it_returns(tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stderr
     assert "search: hybrid, 3 of 3 documents embedded" in result.stdout
+    assert "embedding: 3 of 3 documents" in result.stderr  # progress, piped: plain lines
     found = subprocess.run(
         [*forked_kbkit(), "search", PARAPHRASE, "--json", "--root", str(root)],
         capture_output=True,
@@ -221,3 +222,127 @@ async def test_the_server_embeds_in_the_background_and_says_so_at_boot(tmp_path:
             assert time.monotonic() < deadline, f"never embedded: {log.read_text()}"
             await client.list_tools()  # a round trip to the server, not a sleep
     assert "search: embedded " in log.read_text()
+
+
+def test_the_embedded_text_is_the_prose_with_offsets_back_into_the_page() -> None:
+    page = (
+        "# tar\n\n> Archiving utility.\n> More information: <https://www.gnu.org/software/tar>.\n\n"
+        "- [c]reate an archive from [files](../files.md):\n\n`tar cf {{target.tar}} {{file1}}`\n\n"
+        "```sh\ntar xf archive.tar\n```\n\n| a | b |\n|---|---|\n"
+    )
+    text, spans = semantic.prose(page)
+    assert text == "tar Archiving utility. More information: . create an archive from files: a b"
+    for word in ("Archiving", "create", "files:"):
+        at = semantic.source_offset(spans, text.index(word))
+        assert page[at:].replace("[", "").replace("]", "").startswith(word.rstrip(":"))
+    # a page of code alone keeps its code
+    assert "tar xf" in semantic.prose("```sh\ntar xf archive.tar\n```\n", code=True)[0]
+
+
+@pytest.fixture
+def encoder(extra_installed: None) -> semantic.Encoder:
+    return semantic.Encoder(semantic.locate_model(""), threads=1)
+
+
+@needs_extra
+def test_each_chunk_records_where_its_text_starts_in_the_document(encoder: semantic.Encoder) -> None:
+    body = "# Long\n\n" + "\n\n".join(f"Paragraph {i} talks about topic{i} and detail{i}." for i in range(60))
+    chunks = encoder.chunks("Long", body)
+    assert len(chunks) > 1
+    assert chunks[0].start == body.index("Paragraph 0")
+    title = len(encoder._tokenizer.encode("Long", add_special_tokens=False).ids)
+    for chunk in chunks:
+        # the window's first tokens (a word may be cut: `topic|12`) spell the text at its offset
+        first = "".join(
+            encoder._tokenizer.id_to_token(i).removeprefix("##") for i in chunk.ids[1 + title : 5 + title]
+        )
+        assert "".join(body[chunk.start :].lower().split()).startswith(first), (
+            body[chunk.start :][:30],
+            first,
+        )
+
+
+def _kb(root: Path) -> KnowledgeBase:
+    kb = KnowledgeBase.open(load_settings(root))
+    kb.scan()
+    return kb
+
+
+@needs_extra
+def test_identical_chunks_run_the_model_once_across_documents_and_reindexes(
+    tmp_path: Path, encoder: semantic.Encoder
+) -> None:
+    page = "# Deploy\n\nRoll the release out to staging, watch the error rate, then promote it.\n"
+    files = {"linux/deploy.md": page, "osx/deploy.md": page, "windows/deploy.md": page, **DOCS}
+    kb = _kb(make_project(tmp_path / "p", files, config=HYBRID))
+    docs = Path(kb.settings.kb_path)
+    try:
+        first = semantic.embed_pending(kb.store, encoder)
+        assert (first.embedded, first.chunks, first.reused) == (6, 6, 2)
+        assert encoder.rows == 4  # three copies, one model row
+
+        (docs / "freebsd").mkdir()
+        (docs / "freebsd" / "deploy.md").write_text(page, encoding="utf-8")  # a fourth copy
+        (docs / "release.md").write_text(
+            DOCS["release.md"] + "\n" + "Then announce it in the channel. " * 40, encoding="utf-8"
+        )  # grown: new chunks
+        (docs / "oncall.md").unlink()
+        kb.scan()
+        rows = encoder.rows
+        second = semantic.embed_pending(kb.store, encoder)
+        assert (second.embedded, second.removed) == (2, 1)
+        assert second.reused == 1  # the copy
+        assert encoder.rows - rows == second.chunks - 1  # only release.md's chunks ran
+
+        (docs / "credentials.md").rename(docs / "secrets.md")  # moved: same text, a new document
+        kb.scan()
+        rows, runs = encoder.rows, encoder.runs
+        third = semantic.embed_pending(kb.store, encoder)
+        assert (third.embedded, third.reused, third.removed) == (1, 1, 1)
+        assert (encoder.rows, encoder.runs) == (rows, runs)  # no model run at all
+        assert third.total == 6
+    finally:
+        kb.close()
+
+
+@needs_extra
+def test_an_embedding_pass_reports_its_progress(tmp_path: Path, encoder: semantic.Encoder) -> None:
+    files = {f"page{i}.md": f"# Page {i}\n\nNotes about subject {i}.\n" for i in range(150)}
+    kb = _kb(make_project(tmp_path / "p", files, config=HYBRID))
+    calls: list[tuple[int, int]] = []
+    try:
+        report = semantic.embed_pending(
+            kb.store, encoder, progress=lambda done, total: calls.append((done, total))
+        )
+    finally:
+        kb.close()
+    assert report.embedded == 150
+    assert calls[0] == (0, 150) and calls[-1] == (150, 150)
+    assert len(calls) == 1 + -(-150 // semantic.GROUP_DOCUMENTS)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+
+
+def test_a_serving_process_logs_embedding_progress_and_the_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines: list[str] = []
+    hybrid = semantic.Hybrid.__new__(semantic.Hybrid)
+    hybrid._log = lines.append
+    monkeypatch.setattr(semantic, "PROGRESS_SECONDS", 0.0)
+    progress = hybrid._progress_lines()
+    assert progress is not None
+    for done in (0, 64, 128, 150):
+        progress(done, 150)
+    assert lines == [
+        "search: embedding 0 of 150 documents",
+        "search: embedding 64 of 150 documents",
+        "search: embedding 128 of 150 documents",
+    ]
+    lines.clear()
+    progress(0, 2)  # a pass for an edit or two says only that it is done
+    progress(2, 2)
+    assert lines == []
+    report = semantic.EmbedReport(embedded=150, chunks=160, reused=7, total=150, seconds=12.34)
+    assert semantic.finished_line(report) == (
+        "search: embedded 150 documents (160 chunks, 7 reused) in 12.3 s; 150 have vectors"
+    )

@@ -8,7 +8,8 @@ natural-language question still ranks the documents sharing most of its words fi
 `search()` ranks with BM25 over weighted fields (`fields.COLUMNS`) plus each document's best
 passage (kbkit/kb/passages.py: a long page whose one section answers competes), folds copies of a
 page (same file name and title in another folder, or the same bytes) into the best-ranked one,
-optionally fuses a dense ranking (`[search] semantic`), and reports scores relative to the best
+optionally fuses a dense ranking (`[search] semantic`: a convex combination of normalised
+scores, `fusion_scores`), and reports scores relative to the best
 hit, so 1.0 is the top hit and 0.5 half as good, on any corpus size. Each hit names the section of
 its best passage, where a read of it starts, and takes its snippet from it (docs/adr/0026).
 """
@@ -225,12 +226,10 @@ class DenseRanker(Protocol):
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]: ...
 
 
-RRF_K = 20
-"""Reciprocal-rank fusion constant (Cormack et al. 2009): score = sum of 1 / (RRF_K + rank). 20 rather
-than the paper's 60: on both SciFact (nDCG@10 0.734 against 0.725) and the tldr questions (success@5
-0.811 against 0.797, MRR equal) it does better (docs/benchmarks.md)."""
-DENSE_WEIGHT = 1.0
-"""The dense ranking's share in the fusion, relative to BM25's 1.0."""
+LEXICAL_WEIGHT = 0.5
+"""BM25's share in the fusion (`convex_scores`); the dense ranking's is the rest. Measured against
+reciprocal-rank fusion and confidence-weighted variants on three sets (docs/adr/0028,
+docs/benchmarks.md): the one fusion here that is never below BM25 alone on any of them."""
 
 
 SEARCH_SECONDS = 10.0
@@ -405,15 +404,46 @@ def _referenced(conn: sqlite3.Connection, ranked: list[_Ranked]) -> list[_Ranked
     return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
 
 
+def _normalised(pairs: list[tuple[int, float]]) -> dict[int, float]:
+    """Scores min-max scaled to 0..1 over one ranking's candidates (all 1.0 when they are equal)."""
+    if not pairs:
+        return {}
+    high, low = max(score for _, score in pairs), min(score for _, score in pairs)
+    if high - low <= 1e-12:
+        return dict.fromkeys((doc_id for doc_id, _ in pairs), 1.0)
+    return {doc_id: (score - low) / (high - low) for doc_id, score in pairs}
+
+
+def convex_scores(
+    lexical: list[_Ranked], dense: list[tuple[int, float]], *, lexical_weight: float = LEXICAL_WEIGHT
+) -> dict[int, float]:
+    """A convex combination of the two rankings' scores, each min-max normalised over its own
+    candidates: lexical_weight x BM25 + (1 - lexical_weight) x cosine; a document missing from
+    one ranking gets 0 from it.
+
+    Scores, not ranks: a BM25 top hit far ahead of its second (an identifier only one page holds)
+    keeps that lead, and a dense ranking whose top cosines are close together (unsure) moves
+    little, where reciprocal-rank fusion counted only places and put such a hit below a page the
+    dense side liked a little more."""
+    scores = {
+        doc_id: lexical_weight * value
+        for doc_id, value in _normalised([(h.doc_id, h.score) for h in lexical]).items()
+    }
+    for doc_id, value in _normalised(dense).items():
+        scores[doc_id] = scores.get(doc_id, 0.0) + (1 - lexical_weight) * value
+    return scores
+
+
+def fusion_scores(lexical: list[_Ranked], dense: list[tuple[int, float]]) -> dict[int, float]:
+    """The fused score of every document in either ranking (the rule `_fuse` orders by)."""
+    return convex_scores(lexical, dense)
+
+
 def _fuse(
     conn: sqlite3.Connection, lexical: list[_Ranked], dense: list[tuple[int, float]], pool: int
 ) -> list[_Ranked]:
-    """Reciprocal-rank fusion of the BM25 and dense rankings (documents in either list)."""
-    scores: dict[int, float] = {}
-    for rank, hit in enumerate(lexical):
-        scores[hit.doc_id] = 1.0 / (RRF_K + rank + 1)
-    for rank, (doc_id, _) in enumerate(dense):
-        scores[doc_id] = scores.get(doc_id, 0.0) + DENSE_WEIGHT / (RRF_K + rank + 1)
+    """The BM25 and dense rankings fused (`fusion_scores`) into one, of documents in either list."""
+    scores = fusion_scores(lexical, dense)
     known = {hit.doc_id: hit for hit in lexical}
     _add_rows(conn, known, [doc_id for doc_id in scores if doc_id not in known])
     order = sorted(

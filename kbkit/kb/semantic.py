@@ -2,8 +2,13 @@
 
 A small English sentence-embedding model run by onnxruntime (no torch) turns each document into
 vectors, stored in the index file beside the text (`embeddings`: one float16 row per chunk of up
-to CHUNK_TOKENS tokens, the title leading each chunk, at most MAX_CHUNKS chunks a document). A
-document is embedded again only when its content hash changes. A query is embedded once and
+to CHUNK_TOKENS tokens, the title leading each chunk, at most MAX_CHUNKS chunks a document, each
+row with the offset in the document's text where its chunk starts). What is embedded is the
+document's prose (`prose()`: Markdown markup, URLs and lines of code left out), which is what a
+question is phrased like and a third of the tokens. A document is embedded again only when its
+content hash changes, and then only its chunks whose tokens are new: every row carries a hash of
+its tokens, and a chunk seen before (in this document's last version, in another document, or
+earlier in the pass) takes the stored vector instead of a model run. A query is embedded once and
 scored against every chunk; a document's similarity is its best chunk's. `search.py` fuses that
 ranking with BM25.
 
@@ -19,10 +24,16 @@ the extra, or with `semantic = false`, never loads them.
 
 from __future__ import annotations
 
+import bisect
+import hashlib
 import importlib.util
 import json
+import re
 import sqlite3
+import sys
 import threading
+import time
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,14 +53,92 @@ RUNTIME_MODULES = SEMANTIC
 CHUNK_TOKENS = 128
 """Tokens per chunk, the length the default model was trained on."""
 MAX_CHUNKS = 4
-"""Chunks embedded per document: its first ~500 tokens. Work and vectors per document stay bounded
-(a long page is found by its opening; BM25 still reads all of it)."""
-BATCH_CHUNKS = 64
-"""Chunks per write transaction."""
-RUN_CHUNKS = 16
-"""Chunks per model run, of similar length (less padding); bounds the model's working memory."""
+"""Chunks embedded per document: its first ~500 tokens of prose. Work and vectors per document stay
+bounded (a long page is found by its opening; BM25 still reads all of it)."""
+GROUP_DOCUMENTS = 64
+"""Documents read, embedded and written per transaction (and per progress report)."""
+RUN_TOKENS = 512
+"""Tokens per model run, padding included: a run is up to this many chunks' worth of similar-length
+chunks (4 full chunks, more short ones). Small runs cost less CPU per chunk than large ones on a
+2-core machine and bound the model's working memory (docs/benchmarks.md)."""
+TITLE_TOKENS = 32
+"""At most this many tokens of the title lead each chunk."""
+TEXT_VIEW = "prose-1"
+"""What is embedded (`prose()` and the chunk layout): stored with the model's identity, so a change
+here recomputes every vector."""
 _CHARS_PER_CHUNK = CHUNK_TOKENS * 12
 """Text read per chunk before tokenizing (tokens are rarely over 12 characters): bounds tokenizer work."""
+_MIN_PROSE_WORDS = 3
+"""A page with less prose than this (a page of code) is embedded with its code."""
+
+# Markdown that carries no meaning for a sentence model but costs tokens (WordPiece makes every
+# bracket, brace and slash a token): left out of the embedded text. "gap" parts become a space,
+# "join" characters nothing (`[c]reate` -> create, `{{path}}` -> path).
+_CODE = (
+    r"(?P<code>^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[^\n]*\n(?:.*?\n)??[ \t]{0,3}(?P=fence)[ \t]*$"
+    r"|^[ \t]*(?:[-*+][ \t]+)?`[^`\n]+`[ \t]*$)|"
+)
+_NOISE = (
+    r"(?P<gap>^[ \t]*(?:`{3,}|~{3,})[^\n]*$"  # a fence line (when code is kept)
+    r"|<?(?:https?|ftp)://[^\s<>()\]]+>?"  # a URL
+    r"|</?[A-Za-z][^<>\n]{0,200}>"  # an HTML tag
+    r"|^[ \t]*(?:#{1,6}|>+|[-*+]|\d{1,3}[.)])(?=[ \t])"  # heading, quote, list markers
+    r"|[|]|-{3,}|={3,}"  # tables and rules
+    r"|\s+)"
+    r"|(?P<join>\]\([^()\s]*\)|[\[\]{}`*~]+)"  # a link's target; brackets, braces, emphasis
+)
+_PROSE = re.compile(_CODE + _NOISE, re.MULTILINE | re.DOTALL)
+_MARKUP = re.compile(_NOISE, re.MULTILINE | re.DOTALL)
+
+
+def prose(text: str, *, code: bool = False) -> tuple[str, list[tuple[int, int]]]:
+    """The words of a Markdown (or plain) text as a sentence model should read them: markup, URLs,
+    link targets and (unless `code`) fenced blocks and lines that are only code left out, runs of
+    space made one. Returns that text and its map back to `text`: (position in the result,
+    position in `text`) at the start of each piece kept, in order (`source_offset` reads it)."""
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    length = 0
+    kept = 0
+    for match in (_MARKUP if code else _PROSE).finditer(text):
+        if match.start() > kept:
+            spans.append((length, kept))
+            out.append(text[kept : match.start()])
+            length += match.start() - kept
+        kept = match.end()
+        if match.lastgroup != "join" and out and not out[-1].endswith(" "):
+            out.append(" ")
+            length += 1
+    if kept < len(text):
+        spans.append((length, kept))
+        out.append(text[kept:])
+    return "".join(out).rstrip(), spans
+
+
+def source_offset(spans: list[tuple[int, int]], position: int) -> int:
+    """Where `position` of a `prose()` result comes from in the original text."""
+    index = bisect.bisect_right(spans, (position, sys.maxsize)) - 1
+    if index < 0:
+        return 0
+    at, source = spans[index]
+    return source + (position - at)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One embedded piece of a document."""
+
+    start: int
+    """Where its text starts in the document's indexed text (characters), so a chunk can be placed
+    in the section holding it."""
+    ids: tuple[int, ...]
+    """The token ids the model reads: the special tokens, the title, then the text."""
+    key: bytes
+    """A hash of `ids`: chunks with the same key have the same vector."""
+
+
+def chunk_key(ids: tuple[int, ...]) -> bytes:
+    return hashlib.blake2b(array("i", ids).tobytes(), digest_size=16).digest()
 
 
 class SemanticUnavailable(KbkitError):
@@ -164,46 +253,77 @@ class Encoder:
         except Exception as exc:  # onnxruntime raises its own kinds for a bad file; all mean "unusable"
             raise SemanticUnavailable(f"the model {files.onnx} cannot be loaded ({exc})") from None
         self._inputs = {item.name for item in self._session.get_inputs()}
+        specials = tokenizer.encode("").ids  # [CLS] [SEP] for BERT: what encode() wraps a text in
+        self._prefix: tuple[int, ...] = tuple(specials[:1])
+        self._suffix: tuple[int, ...] = tuple(specials[1:])
+        self.model_key = f"{files.identity}#{TEXT_VIEW}"
+        """Stored with every vector: vectors of another model, or of another TEXT_VIEW, are recomputed."""
+        self.runs = 0
+        """Model runs so far, and the rows (chunks or queries) they embedded."""
+        self.rows = 0
+        self.dimensions = int(self._run([(*self._prefix, *self._suffix)]).shape[1])
+        self.runs = self.rows = 0
 
-    def chunks(self, title: str, body: str) -> list[str]:
-        """The texts embedded for a document: up to MAX_CHUNKS windows of its body, each led by its title."""
+    def chunks(self, title: str, body: str) -> list[Chunk]:
+        """The pieces embedded for a document: up to MAX_CHUNKS windows of its prose (`prose()`),
+        each led by its title, each with the offset in `body` where its text starts."""
         body = body[: MAX_CHUNKS * _CHARS_PER_CHUNK]
-        room = CHUNK_TOKENS - 2 - min(len(self._tokenizer.encode(title, add_special_tokens=False).ids), 32)
-        offsets = self._tokenizer.encode(body, add_special_tokens=False).offsets if body.strip() else []
-        texts = []
-        for start in range(0, len(offsets), room):
-            window = offsets[start : start + room]
-            texts.append(f"{title}\n{body[window[0][0] : window[-1][1]]}")
-            if len(texts) == MAX_CHUNKS:
+        text, spans = prose(body)
+        if len(text.split()) < _MIN_PROSE_WORDS:
+            text, spans = prose(body, code=True)
+        skip = 0
+        if title and text[: len(title)].lower() == title.lower():  # the page's own `# Title`
+            skip = len(title)
+        title_ids = tuple(self._tokenizer.encode(title, add_special_tokens=False).ids[:TITLE_TOKENS])
+        room = CHUNK_TOKENS - len(self._prefix) - len(self._suffix) - len(title_ids)
+        encoding = (
+            self._tokenizer.encode(text[skip:], add_special_tokens=False) if text[skip:].strip() else None
+        )
+        ids, offsets = (encoding.ids, encoding.offsets) if encoding is not None else ([], [])
+        chunks = []
+        for first in range(0, max(len(ids), 1), room):
+            window = (*self._prefix, *title_ids, *ids[first : first + room], *self._suffix)
+            start = source_offset(spans, skip + offsets[first][0]) if ids else 0
+            chunks.append(Chunk(start, window, chunk_key(window)))
+            if len(chunks) == MAX_CHUNKS:
                 break
-        return texts or [title]
+        return chunks
 
     def encode(self, texts: list[str]) -> Any:
-        """Unit vectors (float32, one row per text); texts longer than CHUNK_TOKENS are cut.
+        """Unit vectors (float32, one row per text); texts longer than CHUNK_TOKENS are cut."""
+        rows = []
+        for encoding in self._tokenizer.encode_batch(texts):
+            ids = encoding.ids
+            if len(ids) > CHUNK_TOKENS:
+                ids = ids[: CHUNK_TOKENS - len(self._suffix)] + list(self._suffix)
+            rows.append(tuple(ids))
+        return self.encode_ids(rows)
 
-        Runs the model on RUN_CHUNKS texts of similar length at a time."""
+    def encode_ids(self, rows: list[tuple[int, ...]]) -> Any:
+        """Unit vectors (float32) of token-id rows, in their order. The model runs on similar-length
+        rows at a time, at most RUN_TOKENS tokens (padding included) a run."""
         np = self._np
-        encodings = self._tokenizer.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        out = np.zeros((len(texts), 0), dtype=np.float32)
-        for start in range(0, len(order), RUN_CHUNKS):
-            rows = order[start : start + RUN_CHUNKS]
-            vectors = self._run([encodings[i] for i in rows])
-            if out.shape[1] == 0:
-                out = np.zeros((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[rows] = vectors
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+        out = np.zeros((len(rows), self.dimensions), dtype=np.float32)
+        start = 0
+        while start < len(order):
+            end = start + 1
+            while end < len(order) and (end - start + 1) * len(rows[order[end]]) <= RUN_TOKENS:
+                end += 1
+            run = order[start:end]
+            out[run] = self._run([rows[i] for i in run])
+            start = end
         return out
 
-    def _run(self, encodings: list[Any]) -> Any:
+    def _run(self, rows: list[tuple[int, ...]]) -> Any:
+        """One model run (the seam tests count runs and rows through)."""
         np = self._np
-        ids = [encoding.ids[:CHUNK_TOKENS] for encoding in encodings]
-        for row, encoding in zip(ids, encodings, strict=True):
-            if len(encoding.ids) > CHUNK_TOKENS:
-                row[-1] = encoding.ids[-1]  # keep the closing special token
-        width = max(len(row) for row in ids)
-        input_ids = np.zeros((len(ids), width), dtype=np.int64)
-        mask = np.zeros((len(ids), width), dtype=np.int64)
-        for index, row in enumerate(ids):
+        self.runs += 1
+        self.rows += len(rows)
+        width = max(len(row) for row in rows)
+        input_ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for index, row in enumerate(rows):
             input_ids[index, : len(row)] = row
             mask[index, : len(row)] = 1
         feeds = {"input_ids": input_ids, "attention_mask": mask}
@@ -225,12 +345,22 @@ class EmbedReport:
     embedded: int = 0
     """Documents (re)embedded by this pass."""
     chunks: int = 0
+    """Chunks stored for them."""
+    reused: int = 0
+    """Of those, chunks whose vector was already stored (same tokens): no model run."""
     removed: int = 0
+    """Vector rows dropped: of documents gone, or of another model or text view."""
     total: int = 0
     """Documents with current vectors after the pass."""
+    pending: int = 0
+    """Documents this pass set out to embed."""
+    seconds: float = 0.0
 
 
 ProgressFn = Callable[[int, int], None]
+"""Called with (documents done, documents to do): once the work is known, then after each group."""
+
+_INSERT = "INSERT INTO embeddings (doc_id, chunk, sha256, model, vector, start, key) VALUES (?,?,?,?,?,?,?)"
 
 
 def embed_pending(
@@ -241,75 +371,106 @@ def embed_pending(
     should_stop: Callable[[], bool] = lambda: False,
 ) -> EmbedReport:
     """Embed every document whose vectors are missing, stale (content changed) or of another model,
-    and drop vectors of documents that are gone. Each batch is its own short write transaction, so
-    readers and the indexer are never held up long, and a stopped pass keeps what it wrote."""
+    and drop vectors of documents that are gone. Documents go shortest first in groups of
+    GROUP_DOCUMENTS (similar lengths: little padding in a model run); a chunk whose tokens already
+    have a stored vector takes it, and each distinct new chunk is run once. Each group is its own
+    short write transaction, so readers and the indexer are never held up long, and a stopped pass
+    keeps what it wrote."""
+    started = time.perf_counter()
     report = EmbedReport()
-    model = encoder.files.identity
+    model = encoder.model_key
     conn = store.connect()
     try:
         conn.execute("BEGIN IMMEDIATE")
-        report.removed = conn.execute(
-            "DELETE FROM embeddings WHERE model != ? OR doc_id NOT IN (SELECT id FROM documents)", (model,)
-        ).rowcount
+        report.removed = conn.execute("DELETE FROM embeddings WHERE model != ?", (model,)).rowcount
         conn.execute("COMMIT")
         pending = conn.execute(
             "SELECT d.id, d.sha256 FROM documents d "
             "LEFT JOIN embeddings e ON e.doc_id = d.id AND e.chunk = 0 "
-            "WHERE e.sha256 IS NULL OR e.sha256 != d.sha256 ORDER BY d.id"
+            "WHERE e.sha256 IS NULL OR e.sha256 != d.sha256 ORDER BY d.text_size, d.id"
         ).fetchall()
-        done = 0
-        batch: list[tuple[int, str, list[str]]] = []
-        for start in range(0, len(pending), 32):
+        report.pending = len(pending)
+        if progress is not None:
+            progress(0, len(pending))
+        for first in range(0, len(pending), GROUP_DOCUMENTS):
             if should_stop():
                 break
-            ids = ",".join(str(doc_id) for doc_id, _ in pending[start : start + 32])
-            shas = dict(pending[start : start + 32])
+            group = dict(pending[first : first + GROUP_DOCUMENTS])
             rows = conn.execute(
                 f"SELECT rowid, title, substr(body, 1, {MAX_CHUNKS * _CHARS_PER_CHUNK}) FROM documents_fts "
-                f"WHERE rowid IN ({ids})"
+                f"WHERE rowid IN ({','.join(str(doc_id) for doc_id in group)})"
             ).fetchall()
-            for doc_id, title, body in rows:
-                batch.append((doc_id, shas[doc_id], encoder.chunks(title or "", body or "")))
-                if sum(len(chunks) for _, _, chunks in batch) >= BATCH_CHUNKS:
-                    _write(conn, encoder, batch, model, report)
-                    batch = []
-            done = min(len(pending), start + 32)
-            if progress is not None:
-                progress(done, len(pending))
-        if batch and not should_stop():
+            batch = [
+                (doc_id, group[doc_id], encoder.chunks(title or "", body or ""))
+                for doc_id, title, body in rows
+            ]
             _write(conn, encoder, batch, model, report)
+            if progress is not None:
+                progress(min(len(pending), first + GROUP_DOCUMENTS), len(pending))
+        # Last, so a renamed or moved page found its vectors above under its new name.
+        conn.execute("BEGIN IMMEDIATE")
+        report.removed += conn.execute(
+            "DELETE FROM embeddings WHERE doc_id NOT IN (SELECT id FROM documents)"
+        ).rowcount
+        conn.execute("COMMIT")
         report.total = embedded_count(conn)
     except sqlite3.Error as exc:
         raise SemanticUnavailable(f"embedding into {store.path} failed: {exc}") from None
     finally:
         conn.close()
+    report.seconds = time.perf_counter() - started
     return report
+
+
+def _known(conn: sqlite3.Connection, model: str, keys: list[bytes]) -> dict[bytes, bytes]:
+    """Stored vectors of these chunk keys (from any document, this model and text view)."""
+    found: dict[bytes, bytes] = {}
+    for first in range(0, len(keys), 500):
+        part = keys[first : first + 500]
+        found.update(
+            conn.execute(
+                f"SELECT key, vector FROM embeddings WHERE key IN ({','.join('?' * len(part))}) "
+                "AND model = ?",
+                (*part, model),
+            ).fetchall()
+        )
+    return found
 
 
 def _write(
     conn: sqlite3.Connection,
     encoder: Encoder,
-    batch: list[tuple[int, str, list[str]]],
+    batch: list[tuple[int, str, list[Chunk]]],
     model: str,
     report: EmbedReport,
 ) -> None:
-    texts = [text for _, _, chunks in batch for text in chunks]
-    vectors = encoder.encode(texts).astype("float16")
+    keys = list(dict.fromkeys(chunk.key for _, _, chunks in batch for chunk in chunks))
+    vectors = _known(conn, model, keys)
+    new = {chunk.key: chunk.ids for _, _, chunks in batch for chunk in chunks if chunk.key not in vectors}
+    if new:
+        computed = encoder.encode_ids(list(new.values())).astype("float16")
+        vectors.update((key, computed[row].tobytes()) for row, key in enumerate(new))
     conn.execute("BEGIN IMMEDIATE")
     try:
-        row = 0
         for doc_id, sha, chunks in batch:
             # Only if the document still has the content these vectors were made from.
             current = conn.execute("SELECT sha256 FROM documents WHERE id = ?", (doc_id,)).fetchone()
             conn.execute("DELETE FROM embeddings WHERE doc_id = ?", (doc_id,))
             if current is not None and current[0] == sha:
                 conn.executemany(
-                    "INSERT INTO embeddings (doc_id, chunk, sha256, model, vector) VALUES (?,?,?,?,?)",
-                    [(doc_id, i, sha, model, vectors[row + i].tobytes()) for i in range(len(chunks))],
+                    _INSERT,
+                    [
+                        (doc_id, i, sha, model, vectors[chunk.key], chunk.start, chunk.key)
+                        for i, chunk in enumerate(chunks)
+                    ],
                 )
                 report.embedded += 1
                 report.chunks += len(chunks)
-            row += len(chunks)
+                for chunk in chunks:
+                    if chunk.key in new:
+                        del new[chunk.key]  # its one model run; any other use of it is a reuse
+                    else:
+                        report.reused += 1
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -369,7 +530,7 @@ class DenseIndex:
         rows = conn.execute(
             "SELECT e.doc_id, d.path, e.vector FROM embeddings e JOIN documents d ON d.id = e.doc_id "
             "AND d.sha256 = e.sha256 WHERE e.model = ? ORDER BY e.doc_id, e.chunk",
-            (self._encoder.files.identity,),
+            (self._encoder.model_key,),
         ).fetchall()
         doc_ids: list[int] = []
         paths: list[str] = []
@@ -402,6 +563,19 @@ class DenseIndex:
         top = np.argpartition(-scores, count - 1)[:count]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(doc_ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+
+PROGRESS_SECONDS = 10.0
+"""A serving process logs how far its embedding pass has got at most this often."""
+
+
+def finished_line(report: EmbedReport) -> str:
+    """The line said when a pass with work is over."""
+    reused = f", {report.reused} reused" if report.reused else ""
+    return (
+        f"search: embedded {report.embedded} documents ({report.chunks} chunks{reused}) "
+        f"in {report.seconds:.1f} s; {report.total} have vectors"
+    )
 
 
 class Hybrid:
@@ -458,7 +632,9 @@ class Hybrid:
                 return
             self._wake.clear()
             try:
-                report = embed_pending(self.store, self.encoder(), should_stop=self._stop.is_set)
+                report = embed_pending(
+                    self.store, self.encoder(), progress=self._progress_lines(), should_stop=self._stop.is_set
+                )
                 self.last_error = None
             except KbkitError as exc:
                 self.last_error = str(exc)
@@ -466,10 +642,27 @@ class Hybrid:
                     self._log(f"search: embedding failed ({exc}); hybrid ranks what is embedded")
                 continue
             if self._log is not None and (report.embedded or report.removed):
-                self._log(
-                    f"search: embedded {report.embedded} documents ({report.chunks} chunks); "
-                    f"{report.total} have vectors"
-                )
+                self._log(finished_line(report))
+
+    def _progress_lines(self) -> ProgressFn | None:
+        """A progress callback that logs 'search: embedding 1,200 of 7,425 documents' when a pass
+        has more than one group of work (not for an edit or two), then at most every PROGRESS_SECONDS."""
+        log = self._log
+        if log is None:
+            return None
+        last = {"at": 0.0}
+
+        def line(done: int, total: int) -> None:
+            now = time.monotonic()
+            if (
+                total > GROUP_DOCUMENTS
+                and done < total
+                and (done == 0 or now - last["at"] >= PROGRESS_SECONDS)
+            ):
+                last["at"] = now
+                log(f"search: embedding {done:,} of {total:,} documents")
+
+        return line
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()

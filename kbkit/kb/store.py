@@ -82,10 +82,11 @@ class Deadline:
         self._conn.set_progress_handler(None, 0)
 
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
 file names each document refers to) and the referenced table (how many documents refer to each).
-5: the passages and passages_fts tables (each document's sections). Older files are upgraded
+5: the passages and passages_fts tables (each document's sections). 6: each vector row's start
+offset and token hash (`embeddings.start`, `embeddings.key`). Older files are upgraded
 (MIGRATIONS) or rebuilt."""
 FTS_TABLES = ("documents_fts", "passages_fts")
 """The full-text tables FTS5's integrity check reads."""
@@ -142,7 +143,22 @@ def _add_passages(conn: sqlite3.Connection) -> None:
     count_references(conn, counts)
 
 
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {3: _add_mentions, 4: _add_passages}
+_EMBEDDING_KEYS = "CREATE INDEX IF NOT EXISTS embeddings_key ON embeddings (key)"
+
+
+def _add_chunk_offsets(conn: sqlite3.Connection) -> None:
+    """Schema 5 -> 6: where each embedded chunk starts and the hash of its tokens. The rows kept
+    are of the older text view: the next embedding pass replaces them."""
+    conn.execute("ALTER TABLE embeddings ADD COLUMN start INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE embeddings ADD COLUMN key BLOB")
+    conn.execute(_EMBEDDING_KEYS)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    3: _add_mentions,
+    4: _add_passages,
+    5: _add_chunk_offsets,
+}
 """Schema version -> the step to the next one, for changes that need no rescan (or re-embedding)."""
 
 _SCHEMA = f"""
@@ -177,8 +193,11 @@ CREATE TABLE IF NOT EXISTS embeddings (
     sha256      TEXT NOT NULL,
     model       TEXT NOT NULL,
     vector      BLOB NOT NULL,
+    start       INTEGER NOT NULL DEFAULT 0,
+    key         BLOB,
     PRIMARY KEY (doc_id, chunk)
 );
+{_EMBEDDING_KEYS};
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
