@@ -120,9 +120,12 @@ def test_an_index_without_passages_is_upgraded_in_place_keeping_its_vectors_and_
     root = make_project(tmp_path / "p", {"widget-class.md": BIG, "manual.pdf": text_pdf(["a quokka page"])})
     settings = load_settings(root)
     open_kb(root).close()
-    with sqlite3.connect(settings.index_path) as conn:  # what schema 4 had: no passages
+    with sqlite3.connect(settings.index_path) as conn:  # what schema 4 had: no passages, no chunk offsets
         conn.execute("DROP TABLE passages")
         conn.execute("DROP TABLE passages_fts")
+        conn.execute("DROP INDEX embeddings_key")
+        conn.execute("ALTER TABLE embeddings DROP COLUMN key")
+        conn.execute("ALTER TABLE embeddings DROP COLUMN start")
         widget = conn.execute("SELECT id FROM documents WHERE path = 'widget-class.md'").fetchone()[0]
         conn.execute("INSERT INTO embeddings VALUES (?, 0, 'sha', 'model', x'00')", (widget,))
         conn.execute("PRAGMA user_version = 4")
