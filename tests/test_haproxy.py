@@ -323,7 +323,8 @@ async def exercise(cluster: Cluster, balancer: Balancer) -> None:  # noqa: C901,
         cluster.replicas[killed].process.kill()
         await in_thread(lambda: balancer.wait({cluster.server_name(killed): "DOWN"}))
         await until(lambda: all(s.ended_by for s in on_killed), "every session on the killed replica to end")
-        await anyio.sleep(1)  # load on the two replicas left
+        made = tally.calls.get(phase, 0)  # load on the two replicas left, counted, not timed
+        await until(lambda: tally.calls.get(phase, 0) >= made + 20, "20 calls on the two replicas left")  # noqa: B023
         await in_thread(lambda: cluster.restart(killed))
         await in_thread(lambda: balancer.wait({cluster.server_name(killed): "UP"}))
 
@@ -335,7 +336,8 @@ async def exercise(cluster: Cluster, balancer: Balancer) -> None:  # noqa: C901,
         await in_thread(lambda: cluster.restart(rolled))
         await in_thread(lambda: balancer.wait({cluster.server_name(rolled): "UP"}))
         await until(lambda: all(s.ended_by for s in on_rolled), "every session on the rolled replica to end")
-        await anyio.sleep(1)
+        made = tally.calls.get(phase, 0)
+        await until(lambda: tally.calls.get(phase, 0) >= made + 20, "20 calls after the restart")  # noqa: B023
         phase = "after"
         stop.set()
     retried = {
