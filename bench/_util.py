@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -51,12 +52,21 @@ class MachineWatch:
 
     Timings taken while something else runs on a 2-core machine are not comparable, so each
     script reports the CPU that other processes used meanwhile: all busy CPU time (from
-    /proc/stat) minus this process's and its children's, as cores on average.
+    /proc/stat) minus this process's and its children's, as cores on average. A server the run
+    started through a fork server is not a child it waits for: `own` adds its CPU seconds, read
+    before it stops, so its work is not reported as somebody else's load.
     """
 
     def __init__(self) -> None:
         self.cores = os.cpu_count() or 1
         self._start = self._sample()
+        self._own_elsewhere = 0.0
+
+    def own(self, pid: int) -> None:
+        """Count the CPU time so far of a process this run started (and does not wait for) as its
+        own: call it just before stopping the process."""
+        with contextlib.suppress(OSError, ValueError, IndexError):  # gone: its time is lost to the note
+            self._own_elsewhere += cpu_seconds(pid)
 
     @staticmethod
     def _sample() -> tuple[float, float, float] | None:
@@ -74,7 +84,8 @@ class MachineWatch:
         if self._start is None or end is None:
             return f"{self.cores} cores (load of other processes unknown)"
         wall = max(end[0] - self._start[0], 1e-9)
-        other = max(0.0, (end[1] - self._start[1]) - (end[2] - self._start[2])) / wall
+        own = end[2] - self._start[2] + self._own_elsewhere
+        other = max(0.0, (end[1] - self._start[1]) - own) / wall
         busy = " - BUSY, timings are inflated; rerun on an idle machine" if other > 0.2 else ""
         return f"{self.cores} cores; other processes used {other:.2f} cores on average during the run{busy}"
 

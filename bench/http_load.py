@@ -398,10 +398,17 @@ async def run_stdio(
 
 
 def run_replicas(
-    root: Path, counts: list[int], queries: list[str], clients: int, calls: int, mode: str, cores: int
+    root: Path,
+    counts: list[int],
+    queries: list[str],
+    clients: int,
+    calls: int,
+    mode: str,
+    machine: MachineWatch,
 ) -> list[list[str]]:
     """HAProxy (deploy/haproxy.cfg) in front of each of `counts` replicas in turn, each replica on
     its own copy of the indexed project at `root`; the same fleet load through it each time."""
+    cores = machine.cores
     haproxy = haproxy_path()
     if haproxy is None:
         print("haproxy not found (apt-get install haproxy); the replica runs are skipped", file=sys.stderr)
@@ -420,6 +427,7 @@ def run_replicas(
             fleet_run, direct.url, lambda: cpu_seconds(pid), queries, clients, calls, mode
         )
     finally:
+        machine.own(direct.process.pid)
         direct.stop()
     lat = tally.latencies or [float("nan")]
     rows.append(
@@ -459,8 +467,9 @@ def run_replicas(
             proxy_cpu = cpu_seconds(proxy) - before
         finally:
             if balancer is not None:
-                balancer.stop()
+                balancer.stop()  # HAProxy is a child this process waits for: counted as its own
             for replica in replicas:
+                machine.own(replica.process.pid)
                 replica.stop()
         done = len(tally.latencies) + len(tally.errors)
         lat = tally.latencies or [float("nan")]
@@ -528,7 +537,7 @@ def find_py_spy() -> str | None:
 
 
 def compare_credentials(
-    root: Path, queries: list[str], args: argparse.Namespace
+    root: Path, queries: list[str], args: argparse.Namespace, machine: MachineWatch
 ) -> tuple[list[list[str]], dict[str, float], list[list[str]]]:
     """One server taking the shared token, a personal token and an identity provider's JWT: the
     gate alone in process, then the same load with each credential. Leaves [server.http.oauth] in
@@ -554,11 +563,14 @@ def compare_credentials(
                 {"shared token": TEST_TOKEN, "personal token": personal, "OAuth JWT (RS256)": jwt_token},
             )
         finally:
+            machine.own(server.process.pid)
             server.stop()
     return auth_rows, p50s, gate_rows
 
 
-def single_server(root: Path, queries: list[str], args: argparse.Namespace) -> tuple[list[list[str]], Tally]:
+def single_server(
+    root: Path, queries: list[str], args: argparse.Namespace, machine: MachineWatch
+) -> tuple[list[list[str]], Tally]:
     """One `kbkit serve --http`: sequential calls, the sweep, then the full fleet (optionally profiled)."""
     server = HttpServer(root).wait_ready(timeout=120)
     spy = None
@@ -591,6 +603,7 @@ def single_server(root: Path, queries: list[str], args: argparse.Namespace) -> t
                 spy.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 spy.kill()
+        machine.own(server.process.pid)
         server.stop()
 
 
@@ -644,13 +657,13 @@ def main(argv: list[str] | None = None) -> int:
         p50s: dict[str, float] = {}
         gate_rows: list[list[str]] = []
         if not args.only_replicas:
-            auth_rows, p50s, gate_rows = compare_credentials(root, queries, args)
+            auth_rows, p50s, gate_rows = compare_credentials(root, queries, args, machine)
         (root / "kbkit.toml").write_text(config_text, encoding="utf-8")  # the other runs: no OAuth
         http_rows: list[list[str]] = []
         stdio_rows: list[list[str]] = []
         tally = Tally()
         if not (args.only_replicas or args.auth_only):
-            http_rows, tally = single_server(root, queries, args)
+            http_rows, tally = single_server(root, queries, args, machine)
             stdio_rows = anyio.run(
                 run_stdio, root, queries, args.stdio_calls, args.stdio_tasks, args.calls, args.mode
             )
@@ -664,7 +677,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.clients,
                 args.calls,
                 args.mode,
-                machine.cores,
+                machine,
             )
         )
 
