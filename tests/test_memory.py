@@ -28,6 +28,8 @@ from mcp.shared.exceptions import MCPError
 from peers.launch import start_memory_peer
 from peers.node import SERVER_MEMORY, require
 
+from kbkit.server.auth.tokens import create
+
 pytestmark = pytest.mark.anyio
 
 KEY = "hsk_test_key_0123456789"
@@ -365,6 +367,28 @@ async def test_over_http_the_switch_attaches_memory_with_a_warning_and_never_for
     seen = set(upstream.header_log.read_bytes().splitlines())
     assert seen == {f"Bearer {KEY}".encode()}
     assert TEST_TOKEN.encode() not in upstream.header_log.read_bytes()
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_read_token_is_not_offered_the_memory_tools_it_would_be_refused(
+    tmp_path, upstream, mode
+) -> None:
+    """tools/list per caller: a `read` token sees the kb tools only (a call to a memory tool is a
+    403 at the gate), a `memory` token sees both; the same server, the same session kind."""
+    root = memory_project(tmp_path, upstream.url, "")
+    (root / "kbkit.toml").write_text((root / "kbkit.toml").read_text() + "[server.http]\nmemory = true\n")
+    tokens = root / ".kbkit" / "tokens.json"
+    reader, writer = create(tokens, "reader", "read", None), create(tokens, "writer", "memory", None)
+    server = HttpServer(root, token=None, env={"HINDSIGHT_API_KEY": KEY}).wait_ready()
+    try:
+        listed = {}
+        for name, token in (("reader", reader), ("writer", writer)):
+            async with http_client(server.url, mode, {"Authorization": f"Bearer {token}"}) as client:
+                listed[name] = names((await client.list_tools()).tools)
+        assert listed == {"reader": KB_TOOLS, "writer": KB_TOOLS + MEMORY_TOOLS}
+    finally:
+        server.stop()
 
 
 @pytest.mark.npm

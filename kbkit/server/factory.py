@@ -25,6 +25,7 @@ from kbkit.config.trust import command_trust
 from kbkit.errors import IndexUnavailable
 from kbkit.kb.base import KnowledgeBase
 from kbkit.server import resources
+from kbkit.server.auth.scopes import may_use_memory
 from kbkit.server.live import LiveIndex
 from kbkit.server.memory import MemoryProxy, offered_names
 from kbkit.server.notify import Notifier
@@ -116,7 +117,7 @@ def create_server(
     async def on_list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        extra = memory.tools if memory is not None else []
+        extra = memory.tools if memory is not None and may_use_memory(ctx.request) else []
         return types.ListToolsResult(tools=[*declarations, *extra])
 
     async def from_index(fn: Callable[..., T], *args: Any) -> T:

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbkit.server.auth.audit import Audit, Entry, plain
 from kbkit.server.auth.oauth import JwtVerifier
+from kbkit.server.auth.scopes import MEMORY, granted
 from kbkit.server.auth.tokens import PREFIX, TokenStore
 
 MAX_AUTHORIZATION_BYTES = 8192 + 7
@@ -97,7 +98,7 @@ class AuthGate:
             AccessToken(
                 token="",  # the SDK compares (client_id, iss, sub) for session owners; the token stays here
                 client_id=f"{caller.kind}:{caller.name}",
-                scopes=["read", "memory"] if caller.memory else ["read"],
+                scopes=granted(caller.memory),
                 subject=caller.name,
                 claims={"iss": caller.issuer} if caller.issuer else None,
             )
@@ -107,7 +108,7 @@ class AuthGate:
             receive, method, tool = await _peek(receive)
         if tool is not None and tool not in self.policy.kb_tools and not caller.memory:
             refused = _Refusal(
-                403, "insufficient_scope", "this tool needs the memory scope", scope_needed="memory"
+                403, "insufficient_scope", "this tool needs the memory scope", scope_needed=MEMORY
             )
             await self._refuse(send, refused)
             self.audit.record(
