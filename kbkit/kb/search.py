@@ -55,9 +55,6 @@ NAMED_TITLE_BOOST = 1.2
 """A document whose title the query names whole (`named`: "list Class" for "std::list: what type
 ...") has its score multiplied by this, before the reference prior: a question about a class's
 member is about that class's page, not a sibling page sharing its words (docs/adr/0026)."""
-CHOSEN_HITS = 10
-"""For this many top hits, the passage a hit points at is chosen by `_chosen`, not only taken as
-the best of its passages in the index-wide ranking."""
 NAMED_PASSAGES = 3
 NAMED_SHARE = 0.8
 """Among a document's first NAMED_PASSAGES candidates scoring at least NAMED_SHARE of the best,
@@ -336,7 +333,7 @@ def search(
                 ranked = _fuse(conn, ranked, dense.rank(query, pool, path_prefix=prefix), pool)
             hits, folded = _fold(ranked)
             hits = hits[:limit]
-            best |= _chosen(pool_passages, [hit.doc_id for hit in hits[:CHOSEN_HITS]], compiled.stems)
+            best |= _chosen(pool_passages, [hit.doc_id for hit in hits], compiled.stems)
             missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
             best |= passages.best_in(conn, compiled.match, missing)
             snippets = _snippets(conn, hits, best, marker(compiled.terms))
@@ -435,7 +432,7 @@ def _chosen(
 ) -> dict[int, passages.Best]:
     """doc_id -> the passage each hit points at: among its passages in the index-wide pool (best
     first), the first of the leading ones whose heading path names a member the query names whole
-    (`names_member`), else the best. No query: NAMED_PASSAGES looks for each of CHOSEN_HITS hits."""
+    (`names_member`), else the best. No query: at most NAMED_PASSAGES headings looked at a hit."""
     chosen = {}
     for doc_id in doc_ids:
         found = pool.get(doc_id)
