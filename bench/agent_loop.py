@@ -110,13 +110,14 @@ def sections_answerer(kb: KnowledgeBase) -> Answerer:
 
 @contextmanager
 def document_ranking() -> Iterator[None]:
-    """kbkit's ranking as it was before passages: document BM25 and the reference prior alone."""
-    weight = kb_search.PASSAGE_WEIGHT
-    kb_search.PASSAGE_WEIGHT = 0.0
+    """kbkit's ranking as it was before passages: document BM25 and the reference prior alone (no
+    passage score, no title named by the query)."""
+    weight, boost = kb_search.PASSAGE_WEIGHT, kb_search.NAMED_TITLE_BOOST
+    kb_search.PASSAGE_WEIGHT, kb_search.NAMED_TITLE_BOOST = 0.0, 1.0
     try:
         yield
     finally:
-        kb_search.PASSAGE_WEIGHT = weight
+        kb_search.PASSAGE_WEIGHT, kb_search.NAMED_TITLE_BOOST = weight, boost
 
 
 def whole_document_answerer(kb: KnowledgeBase) -> Answerer:

@@ -5,8 +5,9 @@ and indexes their heading path and text in the FTS5 table `passages_fts` (rowid 
 `remove()` drops them. `passages_fts` is contentless: a passage's text is a slice of the document's
 text already stored in `documents_fts`, so it is not stored twice (on cpp-docs a third less disk
 and about a fifth less indexing time), and its tokens are removed by giving FTS5 that slice again.
-`best()` ranks passages for a query and keeps each document's best one, which search combines
-with the document's own score and points its result at (docs/adr/0026).
+`pooled()` ranks passages for a query and keeps each document's among them, best first: search
+combines the best one with the document's own score and points its result at one of them
+(docs/adr/0026).
 
 A passage is keyed by (doc_id, ord) as well as by its id, so per-passage vectors can later be
 stored beside it the way `embeddings` stores per-chunk ones.
@@ -123,9 +124,9 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM passages")
 
 
-def best(conn: sqlite3.Connection, match: str, limit: int, *, prefix: str = "") -> dict[int, Best]:
-    """doc_id -> its best passage among the `limit` best-matching passages of the whole index
-    (under `prefix`). Ranked in the full-text table alone, then joined: joining every match
+def pooled(conn: sqlite3.Connection, match: str, limit: int, *, prefix: str = "") -> dict[int, list[Best]]:
+    """doc_id -> its passages among the `limit` best-matching passages of the whole index (under
+    `prefix`), best first. Ranked in the full-text table alone, then joined: joining every match
     first costs twice as much on common words."""
     weights = ", ".join(f":w_{name}" for name in PASSAGE_WEIGHTS)
     if prefix:
@@ -146,9 +147,9 @@ def best(conn: sqlite3.Connection, match: str, limit: int, *, prefix: str = "") 
     )
     params: dict[str, object] = {f"w_{name}": weight for name, weight in PASSAGE_WEIGHTS.items()}
     params |= {"match": match, "limit": limit, "prefix": prefix, "prefix_len": len(prefix)}
-    found: dict[int, Best] = {}
+    found: dict[int, list[Best]] = {}
     for row in conn.execute(sql, params):
-        found.setdefault(row[0], Best(*row))
+        found.setdefault(row[0], []).append(Best(*row))
     return found
 
 

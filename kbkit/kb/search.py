@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from itertools import islice
 from typing import Any, Protocol, TypedDict
@@ -27,9 +28,11 @@ from kbkit.errors import QueryError
 from kbkit.kb import passages
 from kbkit.kb.fields import COLUMNS, reference_counts, stem
 from kbkit.kb.parsers import Registry
+from kbkit.kb.sections import SEPARATOR
 from kbkit.kb.store import Deadline, SqliteError, Store, index_error
 from kbkit.kb.tokens import estimate_tokens
 from kbkit.kb.uris import doc_uri
+from kbkit.kb.words import split_words
 
 MAX_TERMS = 64
 """At most this many distinct words of a query are searched; the rest are dropped with a note."""
@@ -48,6 +51,15 @@ PASSAGE_POOL = 300
 PASSAGE_WEIGHT = 1.5
 """A document's best passage score (relative to the best passage's) counts this much beside its
 own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
+NAMED_TITLE_BOOST = 1.2
+"""A document whose title the query names whole (`named`: "list Class" for "std::list: what type
+...") has its score multiplied by this, before the reference prior: a question about a class's
+member is about that class's page, not a sibling page sharing its words (docs/adr/0026)."""
+NAMED_PASSAGES = 3
+NAMED_SHARE = 0.8
+"""Among a document's first NAMED_PASSAGES candidates scoring at least NAMED_SHARE of the best,
+the first whose heading path names a member the query names whole (`multimap::insert` for
+"multimap insert with a hint") is chosen over one that only shares words (`emplace_hint`)."""
 REFERENCE_WEIGHT = 0.3
 """The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
 other documents name it (a `name` code span or a relative link to it). The page others point at
@@ -69,6 +81,8 @@ class CompiledQuery:
     match: str
     terms: tuple[str, ...]
     dropped_terms: int = 0
+    stems: frozenset[str] = frozenset()
+    """The query's words as the naming rules compare them (`named`): names split, rough stems."""
 
 
 @dataclass
@@ -123,7 +137,43 @@ def compile_query(text: str) -> CompiledQuery:
     unique = list(dict.fromkeys(kept))
     terms = unique[:MAX_TERMS]
     match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-    return CompiledQuery(match=match, terms=tuple(terms), dropped_terms=len(unique) - len(terms))
+    return CompiledQuery(
+        match=match,
+        terms=tuple(terms),
+        dropped_terms=len(unique) - len(terms),
+        stems=frozenset(_stems(text)),
+    )
+
+
+KIND_WORDS = frozenset("class struct structure namespace function functions members enum union".split())
+"""Words a reference page's title adds to the name it documents ("list Class", "concurrency
+namespace functions"): left out when asking whether a query names a title."""
+
+
+def _stems(text: str) -> Iterator[str]:
+    """The words of `text` as the naming rules compare them: names split as words.split_words
+    splits them (a camelCase word also kept whole), lower-cased, stop words and KIND_WORDS left
+    out, common endings dropped (`_rough_stem`)."""
+    for word in _WORD.findall(split_words(text)):
+        word = word.lower()
+        if word not in STOP_WORDS and word not in KIND_WORDS:
+            yield _rough_stem(word)
+
+
+def named(name: str, stems: frozenset[str]) -> bool:
+    """Whether a query (its `stems`) names `name` whole: `name` has words and every one of them
+    is among the query's. "CComboBox::Create: which style..." names the page "CComboBox Class",
+    "multimap insert with a hint" names `multimap::insert` and "hash_map lower_bound" names
+    `hash_map::lower_bound` (or "hash map lower bound": snake_case is split). A camelCase word
+    counts whole: "get the text alignment" does not name `GetTextAlign`, since its parts (Get,
+    Set, Send, Message) are common enough to name the wrong member: "install a timer that sends
+    WM_TIMER messages" would name `SendMessage` (docs/benchmarks.md)."""
+    seen = False
+    for stem_ in _stems(name):
+        if stem_ not in stems:
+            return False
+        seen = True
+    return seen
 
 
 def search_sql(with_prefix: bool) -> str:
@@ -274,13 +324,16 @@ def search(
     deadline = Deadline(conn, budget_seconds)
     try:
         with deadline:
-            best = passages.best(conn, compiled.match, PASSAGE_POOL, prefix=prefix)
+            pool_passages = passages.pooled(conn, compiled.match, PASSAGE_POOL, prefix=prefix)
+            best = {doc_id: found[0] for doc_id, found in pool_passages.items()}
             ranked = _combined(conn, _lexical(conn, compiled, prefix, pool), best, pool)
+            ranked = _named_titles(ranked, compiled.stems)
             ranked = _referenced(conn, ranked)
             if dense is not None:
                 ranked = _fuse(conn, ranked, dense.rank(query, pool, path_prefix=prefix), pool)
             hits, folded = _fold(ranked)
             hits = hits[:limit]
+            best |= _chosen(pool_passages, [hit.doc_id for hit in hits], compiled.stems)
             missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
             best |= passages.best_in(conn, compiled.match, missing)
             snippets = _snippets(conn, hits, best, marker(compiled.terms))
@@ -362,6 +415,44 @@ def _combined(
             scores[doc_id] += PASSAGE_WEIGHT * found.score / top_passage
     order = sorted(scores, key=lambda doc_id: (-scores[doc_id], known[doc_id].path))
     return [_replace_score(known[doc_id], scores[doc_id]) for doc_id in order[:pool]]
+
+
+def _named_titles(ranked: list[_Ranked], stems: frozenset[str]) -> list[_Ranked]:
+    """`ranked` with the score of each document whose title the query names (`named`) raised by
+    NAMED_TITLE_BOOST, in its new order."""
+    raised = [
+        _replace_score(hit, hit.score * NAMED_TITLE_BOOST) if named(hit.title, stems) else hit
+        for hit in ranked
+    ]
+    return sorted(raised, key=lambda hit: (-hit.score, hit.path))
+
+
+def _chosen(
+    pool: dict[int, list[passages.Best]], doc_ids: list[int], stems: frozenset[str]
+) -> dict[int, passages.Best]:
+    """doc_id -> the passage each hit points at: among its passages in the index-wide pool (best
+    first), the first of the leading ones whose heading path names a member the query names whole
+    (`names_member`), else the best. No query: at most NAMED_PASSAGES headings looked at a hit."""
+    chosen = {}
+    for doc_id in doc_ids:
+        found = pool.get(doc_id)
+        if found:
+            leading = [item for item in found[:NAMED_PASSAGES] if item.score >= NAMED_SHARE * found[0].score]
+            chosen[doc_id] = next((item for item in leading if names_member(item.section, stems)), found[0])
+    return chosen
+
+
+def names_member(section: str, stems: frozenset[str]) -> bool:
+    """Whether a query names a member a heading path is about: a heading below the page's title
+    whose name (after its last `::`) the query names whole (`named`), unless the page's title
+    names it too (a class's constructor, `deque::deque`, is named by every question on `deque`)."""
+    title, *headings = section.split(SEPARATOR)
+    title_stems = frozenset(_stems(title))
+    for heading in headings:
+        name = heading.rsplit("::", 1)[-1]
+        if named(name, stems) and not named(name, title_stems):
+            return True
+    return False
 
 
 def _add_rows(conn: sqlite3.Connection, known: dict[int, _Ranked], doc_ids: list[int]) -> None:
