@@ -164,9 +164,9 @@ class _FixedDense:
         ids = dict(kb.store.reader().execute("SELECT path, id FROM documents ORDER BY path"))
         rest = {path: 0.15 - 0.001 * rank for rank, path in enumerate(p for p in ids if p not in cosines)}
         ranked = sorted({**cosines, **rest}.items(), key=lambda item: -item[1])
-        self._ranking = [(ids[path], cosine) for path, cosine in ranked]
+        self._ranking = [(ids[path], cosine, 0) for path, cosine in ranked]
 
-    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]:
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         return self._ranking[:limit]
 
 
