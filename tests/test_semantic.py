@@ -168,9 +168,9 @@ def test_long_documents_are_embedded_a_window_a_passage_and_short_ones_in_chunks
     finally:
         kb.close()
     assert passages["long.md"] > semantic.MAX_CHUNKS
-    assert chunks["long.md"] == passages["long.md"]
+    assert chunks["long.md"] == semantic.MAX_CHUNKS + passages["long.md"]  # its opening, each passage
     assert passages["medium.md"] == 1
-    assert 2 <= chunks["medium.md"] < semantic.MAX_CHUNKS
+    assert 2 <= chunks["medium.md"] < semantic.MAX_CHUNKS  # its opening alone
 
 
 @pytest.mark.processes
@@ -416,13 +416,21 @@ def test_a_page_gets_at_most_the_cap_of_vectors(encoder: semantic.Encoder) -> No
         for i, (start, end) in enumerate(zip(starts, [*starts[1:], len(body)], strict=True))
     ]
     chunks = encoder.chunks("Big", body, parts)
-    assert len(chunks) == semantic.MAX_PAGE_CHUNKS < len(parts)
-    assert [chunk.start for chunk in chunks] == [
+    opening = [chunk for chunk in chunks if chunk.number < semantic.MAX_CHUNKS]
+    assert [chunk.number for chunk in opening] == list(range(semantic.MAX_CHUNKS))
+    windows = chunks[len(opening) :]
+    assert len(windows) == semantic.MAX_PAGE_CHUNKS < len(parts)
+    assert [chunk.number for chunk in windows] == [
+        semantic.MAX_CHUNKS + i for i in range(semantic.MAX_PAGE_CHUNKS)
+    ]
+    assert [chunk.start for chunk in windows] == [
         body.index("\n\nPart", start) + 2 for start in starts[: semantic.MAX_PAGE_CHUNKS]
     ]  # one window a passage, its heading left out (the lead says it)
-    # a passage that is only its heading gets no window; the other one does
-    heading_only = encoder.chunks("Big", "# Big\n\n## Empty\n", [semantic.Section(7, 9, "Big > Empty")])
-    assert [chunk.start for chunk in heading_only] == [0]  # the title stands for the page
+    # a passage that is only its heading gets no window
+    page = "# Big\n\nIntro words about the page.\n\n## Empty\n"
+    two = [semantic.Section(0, 35, "Big"), semantic.Section(35, 9, "Big > Empty")]
+    assert [chunk.start for chunk in encoder.chunks("Big", page, two)] == [7, 7]  # opening; passage 1
+    assert [chunk.start for chunk in encoder.chunks("Big", "# Big\n", None)] == [0]  # the title alone
     assert encoder.rows == 0  # chunks() only tokenizes
 
 

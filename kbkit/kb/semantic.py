@@ -54,11 +54,14 @@ RUNTIME_MODULES = SEMANTIC
 CHUNK_TOKENS = 128
 """Tokens per chunk, the length the default model was trained on."""
 MAX_CHUNKS = 4
-"""Windows embedded for a page of one passage (its first ~500 tokens of prose); a page of n passages
-gets MAX_CHUNKS // n windows of each (at least one)."""
+"""Windows of a page's opening embedded (its first ~500 tokens of prose): what the page is about."""
 MAX_PAGE_CHUNKS = 256
-"""At most this many vectors a document: its first passages' (docs/benchmarks.md has the measurement
-behind the number). Work and vectors per document stay bounded; BM25 still reads all of it."""
+"""At most this many passage windows a document, its first passages' (docs/benchmarks.md has the
+measurement behind the number): work and vectors per document stay bounded; BM25 reads all of it."""
+PASSAGE_SHARE = 0.5
+"""A document's dense score: (1 - PASSAGE_SHARE) x its opening's best cosine + PASSAGE_SHARE x its
+best passage's (its opening's again when it has one passage). Measured against the best of all
+vectors and the opening alone (docs/benchmarks.md)."""
 GROUP_DOCUMENTS = 64
 """Documents read, embedded and written per transaction (and per progress report)."""
 RUN_TOKENS = 512
@@ -67,7 +70,7 @@ chunks (4 full chunks, more short ones). Small runs cost less CPU per chunk than
 2-core machine and bound the model's working memory (docs/benchmarks.md)."""
 LEAD_TOKENS = 32
 """At most this many tokens of the heading path (or title) lead each chunk."""
-TEXT_VIEW = "passages-1"
+TEXT_VIEW = "passages-2"
 """What is embedded (`prose()` and the chunk layout): stored with the model's identity, so a change
 here recomputes every vector."""
 _CHARS_PER_CHUNK = CHUNK_TOKENS * 12
@@ -144,6 +147,9 @@ class Chunk:
     """The token ids the model reads: the special tokens, the title, then the text."""
     key: bytes
     """A hash of `ids`: chunks with the same key have the same vector."""
+    number: int = 0
+    """Its row's `chunk`: 0 .. MAX_CHUNKS - 1 for the page's opening windows, MAX_CHUNKS and up
+    for its passages' windows (a page of more than one passage)."""
 
 
 @dataclass(frozen=True)
@@ -302,45 +308,62 @@ class Encoder:
         self.runs = self.rows = 0
 
     def chunks(self, title: str, body: str, sections: list[Section] | None = None) -> list[Chunk]:
-        """The pieces embedded for a document: windows of each passage's prose (`prose()`), each
-        led by the passage's heading path (the title when it has none), with the offset in `body`
-        where its text starts (a passage's first window: the passage's start). A page of one
-        passage gets up to MAX_CHUNKS windows, of n passages MAX_CHUNKS // n each (at least one),
-        at most MAX_PAGE_CHUNKS in all; a passage that is only its heading gets none."""
-        parts = sections or [Section(0, len(body), "")]
-        per = max(1, MAX_CHUNKS // len(parts))
-        chunks: list[Chunk] = []
+        """The pieces embedded for a document: up to MAX_CHUNKS windows of the page's prose
+        (`prose()`) from its start, led by its title; and for a page of more than one passage, one
+        window of each passage (at most MAX_PAGE_CHUNKS), led by its heading path. Each has the
+        offset in `body` where its text starts. A passage that is only its heading gets none."""
+        title_ids = self._lead_ids(title)
+        chunks = self._windows(title_ids, title, title, body, 0, len(body), MAX_CHUNKS, 0)
+        if not chunks:  # nothing but headings (or nothing): the title stands for the page
+            row = (*self._prefix, *title_ids, *self._suffix)
+            chunks.append(Chunk(0, row, chunk_key(row)))
+        if sections is None or len(sections) < 2:
+            return chunks
+        number = MAX_CHUNKS
         leads: dict[str, tuple[int, ...]] = {}
-        for part in parts:
+        for part in sections:
             lead = _lead(title, part.path)
             if lead not in leads:
-                leads[lead] = tuple(self._tokenizer.encode(lead, add_special_tokens=False).ids[:LEAD_TOKENS])
-            lead_ids = leads[lead]
-            window = body[part.start : part.start + min(part.length, per * _CHARS_PER_CHUNK)]
-            text, spans = prose(window)
-            if len(text.split()) < _MIN_PROSE_WORDS:
-                text, spans = prose(window, code=True)
-            skip = _repeat(text, lead, title)
-            if not text[skip:].strip():
-                continue  # only its heading: the lead says it all
-            room = CHUNK_TOKENS - len(self._prefix) - len(self._suffix) - len(lead_ids)
-            encoding = self._tokenizer.encode(text[skip:], add_special_tokens=False)
-            ids, offsets = encoding.ids, encoding.offsets
-            for number, first in enumerate(range(0, len(ids), room)):
-                if number == per or len(chunks) == MAX_PAGE_CHUNKS:
-                    break
-                row = (*self._prefix, *lead_ids, *ids[first : first + room], *self._suffix)
-                start = part.start + source_offset(spans, skip + offsets[first][0])
-                chunks.append(Chunk(start, row, chunk_key(row)))
-            if len(chunks) == MAX_PAGE_CHUNKS:
+                leads[lead] = self._lead_ids(lead)
+            found = self._windows(leads[lead], lead, title, body, part.start, part.length, 1, number)
+            chunks += found
+            number += len(found)
+            if number - MAX_CHUNKS == MAX_PAGE_CHUNKS:
                 break
-        if not chunks:  # nothing but headings (or nothing): the title alone stands for the page
-            row = (*self._prefix, *self._title_ids(title), *self._suffix)
-            chunks.append(Chunk(0, row, chunk_key(row)))
         return chunks
 
-    def _title_ids(self, title: str) -> tuple[int, ...]:
-        return tuple(self._tokenizer.encode(title, add_special_tokens=False).ids[:LEAD_TOKENS])
+    def _windows(
+        self,
+        lead_ids: tuple[int, ...],
+        lead: str,
+        title: str,
+        body: str,
+        start: int,
+        length: int,
+        limit: int,
+        number: int,
+    ) -> list[Chunk]:
+        """Up to `limit` windows of the prose of body[start : start + length], numbered from `number`."""
+        text, spans = prose(body[start : start + min(length, limit * _CHARS_PER_CHUNK)])
+        if len(text.split()) < _MIN_PROSE_WORDS:
+            text, spans = prose(body[start : start + min(length, limit * _CHARS_PER_CHUNK)], code=True)
+        skip = _repeat(text, lead, title)
+        if not text[skip:].strip():
+            return []
+        room = CHUNK_TOKENS - len(self._prefix) - len(self._suffix) - len(lead_ids)
+        encoding = self._tokenizer.encode(text[skip:], add_special_tokens=False)
+        ids, offsets = encoding.ids, encoding.offsets
+        windows: list[Chunk] = []
+        for first in range(0, len(ids), room):
+            if len(windows) == limit:
+                break
+            row = (*self._prefix, *lead_ids, *ids[first : first + room], *self._suffix)
+            at = start + source_offset(spans, skip + offsets[first][0])
+            windows.append(Chunk(at, row, chunk_key(row), number + len(windows)))
+        return windows
+
+    def _lead_ids(self, lead: str) -> tuple[int, ...]:
+        return tuple(self._tokenizer.encode(lead, add_special_tokens=False).ids[:LEAD_TOKENS])
 
     def encode(self, texts: list[str]) -> Any:
         """Unit vectors (float32, one row per text); texts longer than CHUNK_TOKENS are cut."""
@@ -525,8 +548,8 @@ def _write(
                 conn.executemany(
                     _INSERT,
                     [
-                        (doc_id, i, sha, model, vectors[chunk.key], chunk.start, chunk.key)
-                        for i, chunk in enumerate(chunks)
+                        (doc_id, chunk.number, sha, model, vectors[chunk.key], chunk.start, chunk.key)
+                        for chunk in chunks
                     ],
                 )
                 report.embedded += 1
@@ -583,6 +606,8 @@ class DenseIndex:
         self._matrix: Any = None
         self._starts: Any = None
         self._offsets: Any = None
+        self._passage: Any = None
+        """Per row: a passage's window (else one of the page's opening)."""
         self._doc_ids: list[int] = []
         self._paths: list[str] = []
 
@@ -594,7 +619,7 @@ class DenseIndex:
         if version == self._version:
             return
         rows = conn.execute(
-            "SELECT e.doc_id, d.path, e.vector, e.start FROM embeddings e "
+            "SELECT e.doc_id, d.path, e.vector, e.start, e.chunk FROM embeddings e "
             "JOIN documents d ON d.id = e.doc_id AND d.sha256 = e.sha256 "
             "WHERE e.model = ? ORDER BY e.doc_id, e.chunk",
             (self._encoder.model_key,),
@@ -602,7 +627,7 @@ class DenseIndex:
         doc_ids: list[int] = []
         paths: list[str] = []
         starts: list[int] = []
-        for index, (doc_id, path, _, _) in enumerate(rows):
+        for index, (doc_id, path, *_) in enumerate(rows):
             if not doc_ids or doc_ids[-1] != doc_id:
                 doc_ids.append(doc_id)
                 paths.append(path)
@@ -612,12 +637,14 @@ class DenseIndex:
         self._matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), width).astype(np.float32)
         self._starts = np.array(starts, dtype=np.int64)
         self._offsets = np.array([row[3] for row in rows], dtype=np.int64)
+        self._passage = np.array([row[4] >= MAX_CHUNKS for row in rows], dtype=bool)
         self._doc_ids, self._paths = doc_ids, paths
         self._version = version
 
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
-        """The `limit` documents most like `query`: (doc_id, best chunk's cosine, where that chunk's
-        text starts), best first."""
+        """The `limit` documents most like `query`: (doc_id, score, where the text of its most
+        similar passage window starts, or of its opening window for a page of one passage), best
+        first. The score mixes the opening's best cosine and the best passage's (PASSAGE_SHARE)."""
         np = self._encoder._np
         vector = self._encoder.encode([query])[0]
         with self._lock:
@@ -625,9 +652,14 @@ class DenseIndex:
             if not self._doc_ids:
                 return []
             cosines = self._matrix @ vector
-            bounds, offsets = self._starts, self._offsets
-            scores = np.maximum.reduceat(cosines, bounds)
+            bounds, offsets, passage = self._starts, self._offsets, self._passage
             doc_ids, paths = self._doc_ids, self._paths
+        opening = np.where(passage, -np.inf, cosines)
+        inside = np.where(passage, cosines, -np.inf)
+        opening_best = np.maximum.reduceat(opening, bounds)
+        passage_best = np.maximum.reduceat(inside, bounds)
+        passage_best = np.where(np.isfinite(passage_best), passage_best, opening_best)
+        scores = (1 - PASSAGE_SHARE) * opening_best + PASSAGE_SHARE * passage_best
         if path_prefix:
             keep = np.array([path.startswith(path_prefix) for path in paths])
             scores = np.where(keep, scores, -np.inf)
@@ -640,8 +672,8 @@ class DenseIndex:
                 continue
             low = int(bounds[i])
             high = int(bounds[i + 1]) if i + 1 < len(bounds) else len(cosines)
-            best = low + int(np.argmax(cosines[low:high]))
-            ranked.append((doc_ids[i], float(scores[i]), int(offsets[best])))
+            rows = inside[low:high] if passage[low:high].any() else cosines[low:high]
+            ranked.append((doc_ids[i], float(scores[i]), int(offsets[low + int(np.argmax(rows))])))
         return ranked
 
 
