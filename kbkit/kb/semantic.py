@@ -6,7 +6,7 @@ to CHUNK_TOKENS tokens, each row with the offset in the document's text where it
 A page gets up to MAX_CHUNKS windows of its opening, led by its title (rows `chunk` 0 ..
 MAX_CHUNKS - 1), and, when it has more than one passage (`passages`), one window of each passage
 led by its heading path (rows MAX_CHUNKS and up, at most MAX_PAGE_CHUNKS). What is embedded is the
-prose (`prose()`: Markdown markup, URLs, label-and-link lines and lines of code left out), which is
+prose (`prose()`: Markdown markup, URLs, line-ending colons and lines of code left out), which is
 what a question is phrased like and a third of the tokens. A document is embedded again only when
 its content hash changes, and then only its chunks whose tokens are new: every row carries a hash
 of its tokens, and a chunk seen before (in this document's last version, in another document, or
@@ -73,7 +73,7 @@ chunks (4 full chunks, more short ones). Small runs cost less CPU per chunk than
 2-core machine and bound the model's working memory (docs/benchmarks.md)."""
 LEAD_TOKENS = 32
 """At most this many tokens of the heading path (or title) lead each chunk."""
-TEXT_VIEW = "passages-2"
+TEXT_VIEW = "passages-3"
 """What is embedded (`prose()` and the chunk layout): stored with the model's identity, so a change
 here recomputes every vector."""
 _CHARS_PER_CHUNK = CHUNK_TOKENS * 12
@@ -92,8 +92,6 @@ _CODE = (
 )
 _NOISE = (
     r"(?P<gap>^[ \t]*(?:`{3,}|~{3,})[^\n]*$"  # a fence line (when code is kept)
-    r"|^[ \t]*(?:>[ \t]*)?[^\s:<>#|][^:\n<>]{0,40}:[ \t]*<?(?:https?|ftp)://[^\s<>()\]]+>?[.,;]?[ \t]*$"
-    # a line that is a label and a link ("More information: <https://...>."): nothing to read
     r"|<?(?:https?|ftp)://[^\s<>()\]]+>?"  # a URL
     r"|</?[A-Za-z][^<>\n]{0,200}>"  # an HTML tag
     r"|^[ \t]*(?:#{1,6}|>+|[-*+]|\d{1,3}[.)])(?=[ \t])"  # heading, quote, list markers
