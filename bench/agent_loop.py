@@ -16,13 +16,19 @@ phrase inside that section. Three ways of answering, on the same index and quest
 
 Tokens are estimated as kbkit estimates them (`estimate_tokens`: JSON characters / 4).
 
-    .venv/bin/python bench/agent_loop.py [--data DIR] [--questions FILE]
+With `--semantic`, hybrid search too (BM25 fused with vectors per passage; the whole of cpp-docs
+is embedded first, which takes long: `--project DIR` keeps the index for another run): the
+result's offset from the passage the fused evidence favours, or always the lexical one, or always
+the one holding the best vector.
+
+    .venv/bin/python bench/agent_loop.py [--data DIR] [--questions FILE] [--semantic] [--project DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -37,6 +43,7 @@ from _util import MachineWatch, data_dir, percentile, print_table, unpack, verdi
 
 from kbkit.config import load_settings
 from kbkit.kb import search as kb_search
+from kbkit.kb import semantic
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.reads import DEFAULT_MAX_TOKENS
 from kbkit.kb.sections import Layout
@@ -90,9 +97,16 @@ def answer_spans(kb: KnowledgeBase, question: Question) -> list[tuple[int, int]]
     return spans
 
 
-def sections_answerer(kb: KnowledgeBase) -> Answerer:
+def sections_answerer(
+    kb: KnowledgeBase, *, hybrid: bool = False, margin: float | None = None, share: float | None = None
+) -> Answerer:
+    """search (BM25 alone, or `hybrid` with the passage rule at `margin` and the dense score's
+    passage share at `share`; None: as shipped), then one read from the top hit's offset."""
+
     def answer(question: Question) -> Read | None:
-        result = kb.search(question.question)
+        dense = kb.dense_ranker() if hybrid else None
+        with patched(kb_search, "DENSE_PASSAGE_MARGIN", margin), patched(semantic, "PASSAGE_SHARE", share):
+            result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
         top = result.results[0]
@@ -106,6 +120,17 @@ def sections_answerer(kb: KnowledgeBase) -> Answerer:
         )
 
     return answer
+
+
+@contextmanager
+def patched(module: object, name: str, value: float | None) -> Iterator[None]:
+    """`module.name` set to `value` for the block (None: left as shipped)."""
+    shipped = getattr(module, name)
+    setattr(module, name, shipped if value is None else value)
+    try:
+        yield
+    finally:
+        setattr(module, name, shipped)
 
 
 @contextmanager
@@ -184,19 +209,36 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the questions file")
+    parser.add_argument(
+        "--semantic", action="store_true", help="also hybrid search (vectors per passage): embeds cpp-docs"
+    )
+    parser.add_argument(
+        "--project", type=Path, help="keep the project (its index and vectors) in this folder"
+    )
     args = parser.parse_args(argv)
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
     questions = load_questions(args.questions)
     machine = MachineWatch()
     with tempfile.TemporaryDirectory(prefix="kbkit-agent-loop-") as tmp:
-        root = Path(tmp)
-        unpack(archive, root)
+        root = args.project or Path(tmp)
+        if not (root / KB_FOLDER).is_dir():
+            unpack(archive, root)
         write_project(root, KB_FOLDER)
+        if args.semantic:
+            with (root / "kbkit.toml").open("a", encoding="utf-8") as config:
+                config.write("\n[search]\nsemantic = true\n")
         kb = KnowledgeBase.open(load_settings(root))
         try:
             started = time.perf_counter()
             report = kb.scan()
             index_seconds = time.perf_counter() - started
+            embedded = None
+            if args.semantic:
+                started = time.perf_counter()
+                embedded = kb.embed()
+                if embedded is None:
+                    raise SystemExit(f"hybrid search is off: {kb.hybrid_off}")
+                embed_seconds = time.perf_counter() - started
             answers = [answer_spans(kb, question) for question in questions]
             broken = [q.question for q, spans in zip(questions, answers, strict=True) if not spans]
             if broken:
@@ -205,6 +247,22 @@ def main(argv: list[str] | None = None) -> int:
                 "kbkit sections (search, then get_document from the hit's offset)": run(
                     sections_answerer(kb), questions, answers
                 ),
+            }
+            if args.semantic:
+                for name, margin, share in (
+                    ("kbkit sections + vectors (hybrid, as shipped)", None, None),
+                    ("  the same, passage: always the lexical one", math.inf, None),
+                    ("  the same, passage: always the best vector's", -math.inf, None),
+                    ("  the same, passage: the best vector's when it leads by 0.25", 0.25, None),
+                    ("  the same, passage: the best vector's when it leads by 0.5", 0.5, None),
+                    ("  page score from its opening alone (passage share 0)", None, 0.0),
+                    ("  passage share 0.25", None, 0.25),
+                    ("  passage share 0.5", None, 0.5),
+                    ("  passage share 1 (the best of its passages)", None, 1.0),
+                ):
+                    answerer = sections_answerer(kb, hybrid=True, margin=margin, share=share)
+                    results[name] = run(answerer, questions, answers)
+            results |= {
                 "whole document (before: the top hit read from offset 0)": run(
                     whole_document_answerer(kb), questions, answers
                 ),
@@ -218,6 +276,11 @@ def main(argv: list[str] | None = None) -> int:
         f"cpp-docs: {report.documents} documents indexed in {index_seconds:.1f} s; "
         f"{len(questions)} questions on pages over 50 KB"
     )
+    if embedded is not None:
+        print(
+            f"vectors: {embedded.embedded} documents, {embedded.chunks} chunks "
+            f"({embedded.reused} reused) in {embed_seconds:.0f} s"
+        )
     print(f"machine: {machine.note()}")
     rows = []
     for name, numbers in results.items():

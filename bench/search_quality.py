@@ -114,9 +114,9 @@ class _Remembered:
 
     def __init__(self, ranker: kb_search.DenseRanker) -> None:
         self._ranker = ranker
-        self._seen: dict[tuple[str, int, str], list[tuple[int, float]]] = {}
+        self._seen: dict[tuple[str, int, str], list[tuple[int, float, int]]] = {}
 
-    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]:
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         key = (query, limit, path_prefix)
         if key not in self._seen:
             self._seen[key] = self._ranker.rank(query, limit, path_prefix=path_prefix)
@@ -255,7 +255,7 @@ class Systems:
     def _dense(self, query: str) -> list[str]:
         ranker = self.kb.dense_ranker()
         assert ranker is not None
-        ids = [doc_id for doc_id, _ in ranker.rank(query, LIMIT)]
+        ids = [doc_id for doc_id, _, _ in ranker.rank(query, LIMIT)]
         conn = self.kb.store.reader()
         paths = dict(conn.execute(f"SELECT id, path FROM documents WHERE id IN ({','.join(map(str, ids))})"))
         return [self.key(paths[doc_id]) for doc_id in ids if doc_id in paths]

@@ -194,7 +194,9 @@ def _count(line: str) -> int:
 
 
 def test_a_client_that_stops_reading_its_replies_is_cut_off(tmp_path: Path) -> None:
-    big = "word " * 180_000  # 80 KB a reply (the largest read); 120 of them, pipelined, outgrow the kernel buffers
+    big = (
+        "word " * 180_000
+    )  # 80 KB a reply (the largest read); 120 of them, pipelined, outgrow the kernel buffers
     root = limited_project(tmp_path, client_timeout=1)
     (root / "docs" / "big.md").write_text(big)
     server = HttpServer(root).wait_ready()

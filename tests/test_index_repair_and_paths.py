@@ -31,7 +31,9 @@ def test_a_damaged_full_text_index_is_found_by_doctor_and_repaired_by_index(tmp_
     assert kbkit("index", "--root", str(root)).returncode == 0
     assert hits(root) == 30
     conn = sqlite3.connect(root / ".kbkit" / "index.db")
-    with conn:  # damage FTS5's shadow tables (documents' and passages') the way a torn write or a bad disk does
+    with (
+        conn
+    ):  # damage FTS5's shadow tables (documents' and passages') the way a torn write or a bad disk does
         for table in ("documents_fts_data", "passages_fts_data"):
             conn.execute(f"UPDATE {table} SET block = zeroblob(length(block)) WHERE id > 10")
     assert conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"  # SQLite's own check sees nothing

@@ -82,7 +82,10 @@ def test_each_agent_gets_exactly_the_read_only_kb_tools_in_its_own_field(tmp_pat
         "get_document",
     ]
     assert read_json(root, ".roo/mcp.json")["mcpServers"]["kb"]["alwaysAllow"] == ["search", "get_document"]
-    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == ["mcp_kb_search", "mcp_kb_get_document"]
+    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == [
+        "mcp_kb_search",
+        "mcp_kb_get_document",
+    ]
     assert not (root / ".gemini/policies").exists()  # Gemini CLI 0.61 ignores workspace policies
     approvals = [
         *read_json(root, ".claude/settings.local.json")["permissions"]["allow"],
@@ -155,7 +158,9 @@ def test_off_from_the_start_writes_nothing_and_on_then_off_leaves_nothing_behind
 
     set_config(root, APPROVING)
     run(root)
-    assert (root / ".claude/settings.local.json").exists() and "tools" in read_json(root, ".gemini/settings.json")
+    assert (root / ".claude/settings.local.json").exists() and "tools" in read_json(
+        root, ".gemini/settings.json"
+    )
     set_config(root, APPROVING, "preapprove = false\n")
     run(root)
     assert written(root) == off  # kbkit's files gone, its keys gone, byte for byte as before
@@ -198,7 +203,10 @@ def test_the_policy_file_an_earlier_kbkit_wrote_for_gemini_is_taken_away(tmp_pat
     (root / ".kbkit/sync-state.json").write_text(json.dumps(state))
     run(root)
     assert not (root / ".gemini/policies/kbkit.toml").exists()
-    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == ["mcp_kb_search", "mcp_kb_get_document"]
+    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == [
+        "mcp_kb_search",
+        "mcp_kb_get_document",
+    ]
 
 
 def test_a_field_of_the_wrong_type_is_reported_and_left_as_it_is(tmp_path: Path) -> None:

@@ -160,13 +160,16 @@ class _FixedDense:
     """A dense ranking (no model) of every page: the cosines given, the other pages far below
     (0.15 and less), as a sentence model scores a question against pages off its topic."""
 
-    def __init__(self, kb: KnowledgeBase, cosines: dict[str, float]) -> None:
+    def __init__(
+        self, kb: KnowledgeBase, cosines: dict[str, float], at: dict[str, int] | None = None
+    ) -> None:
+        """`at`: where a page's best vector's text starts (0 when not given)."""
         ids = dict(kb.store.reader().execute("SELECT path, id FROM documents ORDER BY path"))
         rest = {path: 0.15 - 0.001 * rank for rank, path in enumerate(p for p in ids if p not in cosines)}
         ranked = sorted({**cosines, **rest}.items(), key=lambda item: -item[1])
-        self._ranking = [(ids[path], cosine) for path, cosine in ranked]
+        self._ranking = [(ids[path], cosine, (at or {}).get(path, 0)) for path, cosine in ranked]
 
-    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]:
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         return self._ranking[:limit]
 
 
@@ -223,3 +226,44 @@ def test_fusion_lets_a_confident_dense_ranking_lead_when_bm25_is_unsure(api_kb: 
     assert [hit.path for hit in api_kb.search(query).results][:2] == ["quickstart.md", "clients.md"]
     cosines = {"clients.md": 0.65, "proxies.md": 0.40, "authentication.md": 0.38, "quickstart.md": 0.36}
     assert _fused(api_kb, query, cosines)[0] == "clients.md"
+
+
+FILLER = " ".join(["Further notes that say the same thing again at some length."] * 70)
+HANDBOOK = (
+    "# Handbook\n\nHow the team works.\n\n"
+    f"## Deploys\n\nShip it with the deploy script and watch the dashboards. A release goes out on Tuesdays. "
+    f"{FILLER}\n\n"
+    f"## Holidays\n\nBook days off in the calendar a month ahead. {FILLER}\n\n"
+    f"## Onboarding\n\nA new colleague gets a laptop and a buddy. {FILLER}\n"
+)
+"""Three sections each a hit can point at (the page is over sections.ANCHOR_CHARS)."""
+
+
+def test_a_hybrid_hit_points_at_its_best_vectors_passage_only_when_that_evidence_is_stronger(
+    tmp_path: Path,
+) -> None:
+    pages = {
+        "handbook.md": HANDBOOK,
+        "release.md": "# Release script\n\nThe deploy script ships a release: deploy script, release, ship.\n",
+        **{f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i}.\n" for i in range(6)},
+    }
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", pages)))
+    try:
+        kb.scan()
+        holidays, deploys = HANDBOOK.index("## Holidays"), HANDBOOK.index("## Deploys")
+        dense = _FixedDense(kb, {"handbook.md": 0.8, "release.md": 0.5}, at={"handbook.md": holidays + 20})
+
+        def offset(query: str) -> int:
+            hits = search(kb.store, kb.registry, query, dense=dense).results
+            return next(hit.offset for hit in hits if hit.path == "handbook.md")
+
+        # its passage that holds the words is the best of the whole index: BM25's
+        assert offset("watch the dashboards") == deploys
+        # its best lexical passage not far behind release.md's (0.62 of it): still BM25's
+        assert offset("deploy script") == deploys
+        # far behind it (one word, in a long passage), its vector the best: the vector's
+        assert offset("release") == holidays
+        assert offset("days off") == holidays  # both agree
+        assert search(kb.store, kb.registry, "release").results[0].offset == 0  # BM25 alone
+    finally:
+        kb.close()

@@ -33,7 +33,9 @@ def test_files_changed_since_indexing_are_indexed_before_searching(project: Path
     assert "Airships  (new.md, score 1.00)" in result.stdout
 
 
-def test_scores_descend_from_one_each_hit_names_its_section_and_folded_copies_are_named(tmp_path: Path) -> None:
+def test_scores_descend_from_one_each_hit_names_its_section_and_folded_copies_are_named(
+    tmp_path: Path,
+) -> None:
     page = "# df\n\n> Show free disk space.\n\n- {0}\n"
     files = {
         "common/df.md": page.format("all"),

@@ -151,7 +151,7 @@ def test_only_changed_documents_are_embedded_again(hybrid_kb: KnowledgeBase) -> 
 
 
 @needs_extra
-def test_long_documents_are_embedded_in_chunks_up_to_the_cap(tmp_path: Path) -> None:
+def test_long_documents_are_embedded_a_window_a_passage_and_short_ones_in_chunks(tmp_path: Path) -> None:
     words = " ".join(f"topic{i % 97} detail" for i in range(4000))
     files = {"long.md": f"# Long\n\n{words}\n", "medium.md": "# Medium\n\n" + "alpha beta gamma " * 80}
     root = make_project(tmp_path / "p", files, config=HYBRID)
@@ -160,10 +160,17 @@ def test_long_documents_are_embedded_in_chunks_up_to_the_cap(tmp_path: Path) -> 
         kb.scan()
         kb.embed()
         chunks = {path: len(vectors) for path, vectors in _vectors(kb).items()}
+        passages = dict(
+            kb.store.reader().execute(
+                "SELECT d.path, count(*) FROM passages p JOIN documents d ON d.id = p.doc_id GROUP BY d.path"
+            )
+        )
     finally:
         kb.close()
-    assert chunks["long.md"] == semantic.MAX_CHUNKS
-    assert 2 <= chunks["medium.md"] < semantic.MAX_CHUNKS
+    assert passages["long.md"] > semantic.MAX_CHUNKS
+    assert chunks["long.md"] == semantic.MAX_CHUNKS + passages["long.md"]  # its opening, each passage
+    assert passages["medium.md"] == 1
+    assert 2 <= chunks["medium.md"] < semantic.MAX_CHUNKS  # its opening alone
 
 
 @pytest.mark.processes
@@ -231,10 +238,11 @@ def test_the_embedded_text_is_the_prose_with_offsets_back_into_the_page() -> Non
         "```sh\ntar xf archive.tar\n```\n\n| a | b |\n|---|---|\n"
     )
     text, spans = semantic.prose(page)
-    assert text == "tar Archiving utility. More information: . create an archive from files: a b"
-    for word in ("Archiving", "create", "files:"):
+    # the colon before a command goes with the command
+    assert text == "tar Archiving utility. More information: . create an archive from files a b"
+    for word in ("Archiving", "create", "files"):
         at = semantic.source_offset(spans, text.index(word))
-        assert page[at:].replace("[", "").replace("]", "").startswith(word.rstrip(":"))
+        assert page[at:].replace("[", "").replace("]", "").startswith(word)
     # a page of code alone keeps its code
     assert "tar xf" in semantic.prose("```sh\ntar xf archive.tar\n```\n", code=True)[0]
 
@@ -346,3 +354,100 @@ def test_a_serving_process_logs_embedding_progress_and_the_finish(
     assert semantic.finished_line(report) == (
         "search: embedded 150 documents (160 chunks, 7 reused) in 12.3 s; 150 have vectors"
     )
+
+
+TOPICS = [
+    "Brew the coffee with freshly ground beans and water just below boiling.",
+    "Water the garden early in the morning so the soil keeps its moisture.",
+    "Tune the guitar strings before every rehearsal with the band.",
+    "Feed the cat twice a day and keep its bowl of water full.",
+    "Sweep the chimney each autumn before the first fire of the winter.",
+    "Repaint the fence every few summers to keep the wood from rotting.",
+    "Change the oil of the car after every ten thousand kilometres.",
+    "Rotate the credentials of the database and revoke the leaked secret at once.",
+    "Back up the photo library to the external drive every Sunday.",
+    "Descale the kettle with vinegar when white flakes appear inside it.",
+    "Prune the apple trees in late winter while they are dormant.",
+    "Replace the smoke alarm batteries when the alarm starts to chirp.",
+]
+FILLER = " ".join(["More notes on the same chore follow here, written at length."] * 20)
+
+
+def _sectioned(topics: list[str]) -> str:
+    """A long page of one section per topic, each its own passage, and each where a hit points:
+    about 1,300 characters a section, 16,000 in all (over sections.ANCHOR_CHARS, so a hit does not
+    point at the page's start for one read of all of it)."""
+    parts = [f"## Chore {i}\n\n{topic} {FILLER}\n" for i, topic in enumerate(topics)]
+    return "# Household handbook\n\nChores around the house, one a section.\n\n" + "\n".join(parts)
+
+
+@needs_extra
+def test_a_deep_passage_gets_its_own_vector_and_a_hybrid_hit_points_at_it(tmp_path: Path) -> None:
+    page = _sectioned(TOPICS)
+    files = {"handbook.md": page, **{k: v for k, v in DOCS.items() if k != "credentials.md"}}
+    kb = _kb(make_project(tmp_path / "p", files, config=HYBRID))
+    try:
+        kb.embed()
+        starts = [
+            start
+            for (start,) in kb.store.reader().execute(
+                "SELECT e.start FROM embeddings e JOIN documents d ON d.id = e.doc_id "
+                "WHERE d.path = 'handbook.md' ORDER BY e.chunk"
+            )
+        ]
+        deep = page.index("## Chore 7")
+        assert any(deep <= start < page.index("## Chore 8") for start in starts)  # a vector in there
+        assert len(starts) > semantic.MAX_CHUNKS  # not only the page's opening
+        (hit,) = [hit for hit in kb.search(PARAPHRASE).results if hit.path == "handbook.md"]
+        assert hit.offset == deep  # shares no word with the page: only its vector knows where
+        assert hit.section.endswith("Chore 7")
+        assert "credentials" in kb.load("handbook.md", offset=hit.offset, max_tokens=200).text
+    finally:
+        kb.close()
+
+
+@needs_extra
+def test_a_page_gets_at_most_the_cap_of_vectors(encoder: semantic.Encoder) -> None:
+    sections = [f"## Part {i}\n\nPart {i} is about subject{i} and nothing else at all.\n" for i in range(400)]
+    body = "# Big\n\n" + "\n".join(sections)
+    starts = [body.index(f"## Part {i}\n") for i in range(400)]
+    parts = [
+        semantic.Section(start, end - start, f"Big > Part {i}")
+        for i, (start, end) in enumerate(zip(starts, [*starts[1:], len(body)], strict=True))
+    ]
+    chunks = encoder.chunks("Big", body, parts)
+    opening = [chunk for chunk in chunks if chunk.number < semantic.MAX_CHUNKS]
+    assert [chunk.number for chunk in opening] == list(range(semantic.MAX_CHUNKS))
+    windows = chunks[len(opening) :]
+    assert len(windows) == semantic.MAX_PAGE_CHUNKS < len(parts)
+    assert [chunk.number for chunk in windows] == [
+        semantic.MAX_CHUNKS + i for i in range(semantic.MAX_PAGE_CHUNKS)
+    ]
+    assert [chunk.start for chunk in windows] == [
+        body.index("\n\nPart", start) + 2 for start in starts[: semantic.MAX_PAGE_CHUNKS]
+    ]  # one window a passage, its heading left out (the lead says it)
+    # a passage that is only its heading gets no window
+    page = "# Big\n\nIntro words about the page.\n\n## Empty\n"
+    two = [semantic.Section(0, 35, "Big"), semantic.Section(35, 9, "Big > Empty")]
+    assert [chunk.start for chunk in encoder.chunks("Big", page, two)] == [7, 7]  # opening; passage 1
+    assert [chunk.start for chunk in encoder.chunks("Big", "# Big\n", None)] == [0]  # the title alone
+    assert encoder.rows == 0  # chunks() only tokenizes
+
+
+@needs_extra
+def test_an_edit_embeds_again_only_the_passages_it_changed(tmp_path: Path, encoder: semantic.Encoder) -> None:
+    kb = _kb(make_project(tmp_path / "p", {"handbook.md": _sectioned(TOPICS)}, config=HYBRID))
+    docs = Path(kb.settings.kb_path)
+    try:
+        first = semantic.embed_pending(kb.store, encoder)
+        assert first.chunks > 8
+        edited = _sectioned([*TOPICS[:5], "Bleed the radiators when the heating gurgles.", *TOPICS[6:]])
+        (docs / "handbook.md").write_text(edited, encoding="utf-8")
+        kb.scan()
+        rows = encoder.rows
+        second = semantic.embed_pending(kb.store, encoder)
+        assert second.embedded == 1
+        assert encoder.rows - rows == 1  # the changed passage's window; the others reused
+        assert second.reused == second.chunks - 1
+    finally:
+        kb.close()

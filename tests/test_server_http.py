@@ -516,7 +516,9 @@ def test_sigterm_drains_healthz_says_so_requests_are_still_served_then_it_exits_
         assert (
             sse_json(answered)["result"]["structuredContent"]["results"][0]["path"] == "runbooks/deploy.rst"
         )
-        assert answered.headers["connection"] == "close"  # answered while draining; the next request reconnects
+        assert (
+            answered.headers["connection"] == "close"
+        )  # answered while draining; the next request reconnects
         assert server.process.wait(timeout=60) == 0
         assert time.monotonic() - signalled >= drain  # it served for the whole grace period
     finally:

@@ -17,7 +17,10 @@ URL = "https://kb.example/mcp"
 def test_signing_in_agents_get_a_plain_url_and_the_others_the_relay(tmp_path) -> None:  # noqa: ANN001
     root = git_repo(tmp_path, extra=f'remote_url = "{URL}"\nremote_auth = "oauth"\n')
     report = run_sync(root)
-    assert read_entry(root, "claude-code") == {"type": "http", "url": URL}  # no `tools` key: Claude Code skips such an entry
+    assert read_entry(root, "claude-code") == {
+        "type": "http",
+        "url": URL,
+    }  # no `tools` key: Claude Code skips such an entry
     assert read_entry(root, "cursor") == {"url": URL}
     assert read_entry(root, "codex") == {"url": URL, "startup_timeout_sec": 60}
     assert read_entry(root, "gemini") == {"httpUrl": URL}

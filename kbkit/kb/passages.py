@@ -180,6 +180,16 @@ def best_in(conn: sqlite3.Connection, match: str, doc_ids: list[int]) -> dict[in
     return found
 
 
+def holding(conn: sqlite3.Connection, doc_id: int, offset: int) -> Best | None:
+    """The passage of `doc_id` holding `offset` (the one starting last at or before it), score 0."""
+    row = conn.execute(
+        "SELECT doc_id, id, start, length, anchor, section, 0.0 FROM passages "
+        "WHERE doc_id = ? AND start <= ? ORDER BY start DESC LIMIT 1",
+        (doc_id, offset),
+    ).fetchone()
+    return Best(*row) if row is not None else None
+
+
 def texts(conn: sqlite3.Connection, passage_ids: list[int], chars: int) -> dict[int, str]:
     """passage id -> the first `chars` characters of its text (a slice of its document's)."""
     if not passage_ids:

@@ -11,7 +11,8 @@ page (same file name and title in another folder, or the same bytes) into the be
 optionally fuses a dense ranking (`[search] semantic`: a convex combination of normalised
 scores, `fusion_scores`), and reports scores relative to the best
 hit, so 1.0 is the top hit and 0.5 half as good, on any corpus size. Each hit names the section of
-its best passage, where a read of it starts, and takes its snippet from it (docs/adr/0026).
+its best passage, where a read of it starts, and takes its snippet from it (docs/adr/0026); with
+hybrid on, the passage holding its best vector when that evidence is the stronger (docs/adr/0028).
 """
 
 from __future__ import annotations
@@ -271,9 +272,18 @@ class _Ranked:
 
 
 class DenseRanker(Protocol):
-    """A ranking by meaning (the `semantic` extra): document ids, best first, with their similarity."""
+    """A ranking by meaning (the `semantic` extra): document ids, best first, with their similarity
+    and where the text of their most similar piece starts (characters of the served text)."""
 
-    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]: ...
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]: ...
+
+
+DENSE_PASSAGE_MARGIN = 0.5
+"""A hybrid hit points at the passage holding its best vector, not at its best lexical passage, when
+that vector's score (min-max normalised over the dense candidates) beats the lexical passage's BM25
+score (relative to the best passage's) by more than this: a page found by meaning where no passage
+holds the query's words, or only weakly. On the agent loop 0.5 reads as many answers as always
+taking the lexical passage, 0 and 0.25 fewer, always the vector's far fewer (docs/benchmarks.md)."""
 
 
 LEXICAL_WEIGHT = 0.5
@@ -329,13 +339,17 @@ def search(
             ranked = _combined(conn, _lexical(conn, compiled, prefix, pool), best, pool)
             ranked = _named_titles(ranked, compiled.stems)
             ranked = _referenced(conn, ranked)
+            top_passage = max((found.score for found in best.values()), default=0.0) or 1.0
+            near = dense.rank(query, pool, path_prefix=prefix) if dense is not None else []
             if dense is not None:
-                ranked = _fuse(conn, ranked, dense.rank(query, pool, path_prefix=prefix), pool)
+                ranked = _fuse(conn, ranked, [(doc_id, cosine) for doc_id, cosine, _ in near], pool)
             hits, folded = _fold(ranked)
             hits = hits[:limit]
             best |= _chosen(pool_passages, [hit.doc_id for hit in hits], compiled.stems)
             missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
             best |= passages.best_in(conn, compiled.match, missing)
+            if near:
+                best |= _dense_passages(conn, hits, best, near, top_passage)
             snippets = _snippets(conn, hits, best, marker(compiled.terms))
     except SqliteError as exc:
         if deadline.expired:
@@ -541,6 +555,31 @@ def _fuse(
         (doc_id for doc_id in scores if doc_id in known), key=lambda d: (-scores[d], known[d].path)
     )
     return [_replace_score(known[doc_id], scores[doc_id]) for doc_id in order[:pool]]
+
+
+def _dense_passages(
+    conn: sqlite3.Connection,
+    hits: list[_Ranked],
+    best: dict[int, passages.Best],
+    near: list[tuple[int, float, int]],
+    top_passage: float,
+) -> dict[int, passages.Best]:
+    """doc_id -> the passage holding its best vector, for each hit whose dense evidence there
+    beats its lexical passage's (DENSE_PASSAGE_MARGIN): both on 0..1, the cosine min-max
+    normalised over the dense candidates, the BM25 score relative to the best passage's (0 for a
+    hit none of whose passages holds a query word)."""
+    shares = _normalised([(doc_id, cosine) for doc_id, cosine, _ in near])
+    where = {doc_id: start for doc_id, _, start in near}
+    chosen: dict[int, passages.Best] = {}
+    for hit in hits:
+        if hit.doc_id not in where:
+            continue
+        lexical = best[hit.doc_id].score / top_passage if hit.doc_id in best else 0.0
+        if shares[hit.doc_id] - lexical > DENSE_PASSAGE_MARGIN:
+            found = passages.holding(conn, hit.doc_id, where[hit.doc_id])
+            if found is not None:
+                chosen[hit.doc_id] = found
+    return chosen
 
 
 def _replace_score(hit: _Ranked, score: float) -> _Ranked:

