@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import socket
+import sys
 import zipfile
 from pathlib import Path
 
@@ -400,3 +401,22 @@ def test_encrypted_damaged_and_mis_named_files_are_skipped_with_a_line_each_and_
         assert {hit.path for hit in kb.search("blue green strategy").results} == {"linked.docx"}
     finally:
         kb.close()
+
+
+def test_a_missing_library_skips_its_files_with_parser_missing_and_the_doctor_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbkit.diagnostics import Context, check_parsers
+
+    deck = sample_pptx()
+    root = make_project(tmp_path / "p", {"guide.md": "# Guide\n"})
+    monkeypatch.setitem(sys.modules, "pptx", None)  # `import pptx` now fails as if uninstalled
+    missing = refused("pptx", deck)
+    assert (
+        missing.reason == "parser-missing"
+        and "python-pptx is not installed; run: pip install python-pptx" in str(missing)
+    )
+    (finding,) = check_parsers(Context(root, load_settings(root)))
+    assert finding.status == "warn"
+    assert finding.finding == "pptx is enabled but python-pptx is not installed: those files are skipped"
+    assert "-m pip install python-pptx, or drop pptx from [parsers] enabled" in finding.fix

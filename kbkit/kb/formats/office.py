@@ -6,44 +6,76 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kbkit.errors import DocumentRefused
+
 if TYPE_CHECKING:
     from kbkit.kb.parsers import ParsedText
+
+DISTRIBUTIONS = {"docx": "python-docx", "pptx": "python-pptx"}
+"""Import names that differ from the name pip installs."""
+
+
+def _library_missing(exc: ImportError) -> DocumentRefused:
+    name = (exc.name or "").split(".")[0]
+    package = DISTRIBUTIONS.get(name, name) or str(exc)
+    return DocumentRefused(
+        "parser-missing",
+        f"{package} is not installed; run: pip install {package} (or drop the type from [parsers] enabled)",
+    )
 
 
 def parse_docx(data: bytes) -> ParsedText:
     from kbkit.kb.formats import ooxml
 
-    return ooxml.parse_docx(data)
+    try:
+        return ooxml.parse_docx(data)
+    except ImportError as exc:
+        raise _library_missing(exc) from None
 
 
 def parse_pptx(data: bytes) -> ParsedText:
     from kbkit.kb.formats import ooxml
 
-    return ooxml.parse_pptx(data)
+    try:
+        return ooxml.parse_pptx(data)
+    except ImportError as exc:
+        raise _library_missing(exc) from None
 
 
 def parse_xlsx(data: bytes) -> ParsedText:
     from kbkit.kb.formats import ooxml
 
-    return ooxml.parse_xlsx(data)
+    try:
+        return ooxml.parse_xlsx(data)
+    except ImportError as exc:
+        raise _library_missing(exc) from None
 
 
 def parse_odt(data: bytes) -> ParsedText:
     from kbkit.kb.formats import odf
 
-    return odf.parse_odf(data, "odt")
+    try:
+        return odf.parse_odf(data, "odt")
+    except ImportError as exc:
+        raise _library_missing(exc) from None
 
 
 def parse_odp(data: bytes) -> ParsedText:
     from kbkit.kb.formats import odf
 
-    return odf.parse_odf(data, "odp")
+    try:
+        return odf.parse_odf(data, "odp")
+    except ImportError as exc:
+        raise _library_missing(exc) from None
 
 
 def parse_ods(data: bytes) -> ParsedText:
     from kbkit.kb.formats import odf
 
-    return odf.parse_odf(data, "ods")
+    try:
+        return odf.parse_odf(data, "ods")
+    except ImportError as exc:
+        raise _library_missing(exc) from None
 
 
 OFFICE_EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {

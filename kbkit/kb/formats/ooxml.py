@@ -48,9 +48,8 @@ def _converted(
         title = convert(writer)
     except DocumentRefused:
         raise
-    except ImportError as exc:
-        missing = exc.name or str(exc)
-        raise DocumentRefused("parser-missing", f"{missing} is not installed; reinstall kbkit") from None
+    except ImportError:
+        raise  # office.py says which library is missing
     except Exception as exc:  # the libraries raise many kinds on damaged parts; all mean "unreadable"
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         raise DocumentRefused("unparsable", f"the {kind} could not be read ({reason})") from None
