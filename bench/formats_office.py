@@ -1,12 +1,13 @@
 """Office files through `kbkit index`: time and peak memory for a generated ~1 MB file of each format.
 
 Each file is written by the library that writes the format (python-docx, python-pptx, openpyxl,
-odfpy) from seeded random words, so it compresses like prose, not like a repeated line: a Word or
-OpenDocument text of headings, paragraphs and a table every 100 paragraphs; a deck of slides with
-five bullets and speaker notes; a workbook of ten sheets of 10 columns (only the first 200 rows of
-each are read: docs/adr/0033). A Markdown file of about 1 MB is the reference row. Each run is
-`kbkit index` in its own process on a project holding that one file, so its time and peak memory
-(max RSS) are its own; the formats are run in turn, `--rounds` times, and the median is shown.
+odfpy) from seeded random made-up words, so it compresses like prose, not like a repeated line:
+a Word or OpenDocument text of headings, paragraphs and a table every 100 paragraphs; a deck of
+slides with bullets (and, in PowerPoint, speaker notes); a workbook of ten sheets of 10 columns
+(only the first 200 rows of each are read: docs/adr/0033). A Markdown file of about 1 MB is the
+reference row. Each run is `kbkit index` in its own process on a project holding that one file,
+so its time and peak memory (max RSS) are its own; the formats are run in turn, `--rounds`
+times, and the median is shown.
 
     .venv/bin/python bench/formats_office.py [--rounds 3] [--size 1.0]
 """
@@ -29,16 +30,16 @@ from pathlib import Path
 from _util import MachineWatch, print_table, write_project
 
 KBKIT = str(Path(sys.executable).parent / "kbkit")
+_LETTERS = random.Random(0)
 WORDS = [
-    "deploy", "service", "owner", "region", "rollback", "canary", "budget", "quarter", "review",
-    "latency", "index", "search", "cluster", "replica", "backup", "restore", "ticket", "incident",
-    "pager", "rotation", "schema", "migration", "release", "branch", "tag", "build", "cache",
-    "network", "storage", "finance", "hiring", "roadmap", "customer", "contract", "renewal",
-]  # fmt: skip
+    "".join(_LETTERS.choice("etaoinshrdlucmfwypvbgk") for _ in range(_LETTERS.randint(2, 10)))
+    for _ in range(3000)
+]
+"""A vocabulary of 3,000 made-up words: text of them compresses about as prose does (3-4 fold)."""
 
 
 def words(rng: random.Random, count: int) -> str:
-    return " ".join(rng.choice(WORDS) + rng.choice(("", "s", "ed", "ing")) for _ in range(count))
+    return " ".join(rng.choice(WORDS) for _ in range(count))
 
 
 def docx_file(units: int) -> bytes:
@@ -126,7 +127,7 @@ def odp_file(units: int) -> bytes:
     deck.masterstyles.addElement(master)
     for _ in range(units):
         page = Page(masterpagename=master)
-        for kind, lines in (("title", [words(rng, 4)]), (None, [words(rng, 12) for _ in range(5)])):
+        for kind, lines in (("title", [words(rng, 4)]), (None, [words(rng, 30) for _ in range(8)])):
             frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
             if kind:
                 frame.setAttrNS(PRESENTATIONNS, "class", kind)
@@ -187,9 +188,13 @@ FORMATS: dict[str, tuple[Callable[[int], bytes], int]] = {
 
 
 def sized(build: Callable[[int], bytes], guess: int, target: int) -> bytes:
-    """A file of about `target` bytes: built once at `guess` units, then again scaled."""
-    first = build(guess)
-    return build(max(1, round(guess * target / len(first))))
+    """A file of about `target` bytes: built at `guess` units, then scaled twice (an empty
+    document's own size makes one scaling undershoot)."""
+    units, data = guess, build(guess)
+    for _ in range(2):
+        units = max(1, round(units * target / len(data)))
+        data = build(units)
+    return data
 
 
 def index_once(root: Path) -> tuple[float, float, str]:
@@ -208,26 +213,33 @@ def index_once(root: Path) -> tuple[float, float, str]:
     return time.monotonic() - started, usage.ru_maxrss / 1024, text
 
 
+def build_projects(folder: Path, target: int) -> None:
+    """A project per format under `folder`, holding its one file."""
+    for name, (build, guess) in FORMATS.items():
+        root = folder / name
+        write_project(root, "docs")
+        (root / "docs" / f"file.{name}").write_bytes(sized(build, guess, target))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--size", type=float, default=1.0, help="target file size in MB")
+    parser.add_argument("--build", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    watch = MachineWatch()
     target = int(args.size * 1024 * 1024)
+    if args.build:
+        build_projects(args.build, target)
+        return
+    watch = MachineWatch()
     with tempfile.TemporaryDirectory() as tmp:
-        roots: dict[str, Path] = {}
-        built: dict[str, tuple[int, float]] = {}
-        for name, (build, guess) in FORMATS.items():
-            started = time.monotonic()
-            data = sized(build, guess, target)
-            built[name] = (len(data), time.monotonic() - started)
-            root = Path(tmp) / name
-            write_project(root, "docs")
-            (root / "docs" / f"file.{name}").write_bytes(data)
-            roots[name] = root
+        # Built in a process of its own: a child forked from a process holding the libraries and the
+        # files would start with (and report) that process's memory as its own peak.
+        subprocess.run([sys.executable, __file__, "--build", tmp, "--size", str(args.size)], check=True)
+        roots = {name: Path(tmp) / name for name in FORMATS}
+        built = {name: (root / "docs" / f"file.{name}").stat().st_size for name, root in roots.items()}
         runs: dict[str, list[tuple[float, float]]] = {name: [] for name in FORMATS}
         outputs: dict[str, str] = {}
         for _ in range(args.rounds):
@@ -240,7 +252,7 @@ def main() -> None:
             rows.append(
                 [
                     name,
-                    f"{built[name][0] / 1024:.0f} KB",
+                    f"{built[name] / 1024:.0f} KB",
                     f"{text / 1024:.0f} KB",
                     f"{statistics.median(s for s, _ in runs[name]):.2f} s",
                     f"{statistics.median(r for _, r in runs[name]):.0f} MB",

@@ -78,44 +78,60 @@ def _docx(data: bytes, writer: MarkdownWriter) -> str | None:
     from docx.table import Table
 
     document = docx.Document(io.BytesIO(data))
+    styles = _word_styles(document)
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             _docx_table(block, writer)
         else:
-            _docx_paragraph(block, writer)
+            _docx_paragraph(block, writer, styles)
     return _clean(document.core_properties.title)
 
 
-def _docx_paragraph(paragraph: Paragraph, writer: MarkdownWriter) -> None:
-    text = paragraph.text
-    style = paragraph.style
-    name = (style.name or "") if style is not None else ""
-    level = _docx_level(paragraph, name)
-    if level is not None:
-        writer.heading(level, text)
-        return
-    depth = _docx_list_depth(paragraph)
-    if depth is not None or name.lower().startswith("list"):
-        writer.list_item(text, depth or 0, ordered="number" in name.lower())
-    else:
-        writer.paragraph(text)
+def _word_styles(document: Any) -> dict[str | None, tuple[str, int | None]]:
+    """Each paragraph style's id -> (name, heading level or None), read once: python-docx's
+    `paragraph.style` scans every style of the file for each paragraph without one. The key
+    None is the default paragraph style."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    found: dict[str | None, tuple[str, int | None]] = {}
+    for style in document.styles:
+        if style.type == WD_STYLE_TYPE.PARAGRAPH:
+            name = style.name or ""
+            found[style.style_id] = (name, _heading_level(name, style.element))
+    default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    found[None] = found.get(default.style_id, ("", None)) if default is not None else ("", None)
+    return found
 
 
-def _docx_level(paragraph: Paragraph, style_name: str) -> int | None:
+def _heading_level(style_name: str, element: Any) -> int | None:
     """A heading's level: a `Heading N` or `Title` style, else an outline level set on the
     paragraph or its style (Word's own test for what goes in the navigation pane)."""
     if style_name == "Title":
         return 1
     if match := _HEADING_STYLE.fullmatch(style_name):
         return int(match.group(1))
-    elements: list[Any] = [paragraph._p]  # noqa: SLF001 - python-docx exposes no outline level
-    if paragraph.style is not None:
-        elements.append(paragraph.style.element)
-    for element in elements:
+    if element is not None:
         found = element.xpath("./w:pPr/w:outlineLvl/@w:val")
         if found and str(found[0]).isdigit() and int(found[0]) < 9:
             return int(found[0]) + 1
     return None
+
+
+def _docx_paragraph(
+    paragraph: Paragraph, writer: MarkdownWriter, styles: dict[str | None, tuple[str, int | None]]
+) -> None:
+    text = paragraph.text
+    element = paragraph._p  # noqa: SLF001 - python-docx exposes neither outline levels nor list levels
+    name, level = styles.get(element.style, styles[None])
+    own = _heading_level("", element)  # an outline level set on the paragraph itself wins
+    if own is not None or level is not None:
+        writer.heading(own or level or 1, text)
+        return
+    depth = _docx_list_depth(paragraph)
+    if depth is not None or name.lower().startswith("list"):
+        writer.list_item(text, depth or 0, ordered="number" in name.lower())
+    else:
+        writer.paragraph(text)
 
 
 def _docx_list_depth(paragraph: Paragraph) -> int | None:
