@@ -105,16 +105,25 @@ def _word_styles(document: Any) -> dict[str | None, tuple[str, int | None]]:
 
 def _heading_level(style_name: str, element: Any) -> int | None:
     """A heading's level: a `Heading N` or `Title` style, else an outline level set on the
-    paragraph or its style (Word's own test for what goes in the navigation pane)."""
+    paragraph or its style (Word's own test for what goes in the navigation pane). Elements are
+    walked with find(): python-docx's xpath() compiles its expression at every call."""
     if style_name == "Title":
         return 1
     if match := _HEADING_STYLE.fullmatch(style_name):
         return int(match.group(1))
-    if element is not None:
-        found = element.xpath("./w:pPr/w:outlineLvl/@w:val")
-        if found and str(found[0]).isdigit() and int(found[0]) < 9:
-            return int(found[0]) + 1
-    return None
+    level = _w_val(element, "pPr", "outlineLvl")
+    return int(level) + 1 if level is not None and level.isdigit() and int(level) < 9 else None
+
+
+def _w_val(element: Any, *path: str) -> str | None:
+    """The w:val of the element at `path` (WordprocessingML names) under `element`, if any."""
+    from docx.oxml.ns import qn
+
+    for name in path:
+        if element is None:
+            return None
+        element = element.find(qn(f"w:{name}"))
+    return None if element is None else element.get(qn("w:val"))
 
 
 def _docx_paragraph(
@@ -136,10 +145,14 @@ def _docx_paragraph(
 
 def _docx_list_depth(paragraph: Paragraph) -> int | None:
     """The list level of a numbered or bulleted paragraph; None for one outside a list."""
-    found = paragraph._p.xpath("./w:pPr/w:numPr/w:ilvl/@w:val")  # noqa: SLF001
-    if found:
-        return int(found[0]) if str(found[0]).isdigit() else 0
-    return 0 if paragraph._p.xpath("./w:pPr/w:numPr") else None  # noqa: SLF001
+    from docx.oxml.ns import qn
+
+    properties = paragraph._p.pPr  # noqa: SLF001
+    numbering = properties.find(qn("w:numPr")) if properties is not None else None
+    if numbering is None:
+        return None
+    level = _w_val(numbering, "ilvl")
+    return int(level) if level is not None and level.isdigit() else 0
 
 
 def _docx_table(table: Table, writer: MarkdownWriter) -> None:
