@@ -7,6 +7,7 @@ too many slides or too much text, encrypted and damaged files. Every file is bui
 from __future__ import annotations
 
 import io
+import random
 import socket
 import sys
 import zipfile
@@ -205,7 +206,7 @@ def test_a_zip_bomb_is_refused_from_its_declared_sizes_before_anything_is_inflat
     monkeypatch.setattr(zipfile.ZipFile, "open", lambda *a, **k: inflated.append(1) or real_open(*a, **k))
     over = refused("docx", bomb)
     assert over.reason == "over-budget"
-    assert "word/media/zeros.bin unpacks to 67,108,864 bytes, over the 48 MiB budget per part" in str(over)
+    assert "word/media/zeros.bin unpacks to 67,108,864 bytes, over the 32 MiB budget per part" in str(over)
     ratio = refused("xlsx", dense)
     assert ratio.reason == "over-budget" and "-fold, over the 500-fold budget (a zip bomb)" in str(ratio)
     monkeypatch.setattr(archive, "TOTAL_MAX_BYTES", 20 * 1024)
@@ -420,3 +421,46 @@ def test_a_missing_library_skips_its_files_with_parser_missing_and_the_doctor_na
     assert finding.status == "warn"
     assert finding.finding == "pptx is enabled but python-pptx is not installed: those files are skipped"
     assert "-m pip install python-pptx, or drop pptx from [parsers] enabled" in finding.fix
+
+
+def test_images_and_embedded_files_are_never_inflated_and_whole_parsed_xml_has_its_own_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    noise = random.Random(1).randbytes(256 * 1024)
+    linked = rewrite(
+        sample_docx(),
+        "word/_rels/document.xml.rels",
+        lambda rels: rels.replace(
+            b"</Relationships>",
+            b'<Relationship Id="rIdP9" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+            b'relationships/image" Target="media/image9.png"/></Relationships>',
+        ),
+    )
+    typed = rewrite(
+        linked,
+        "[Content_Types].xml",
+        lambda types: types.replace(
+            b"<Default ", b'<Default Extension="png" ContentType="image/png"/><Default ', 1
+        ),
+    )
+    # 2 MiB that python-docx would load whole on opening:
+    pictured = with_member(typed, "word/media/image9.png", chunks=8, chunk=noise)
+    opened: list[str] = []
+    real_open = zipfile.ZipFile.open
+
+    def reading(self: zipfile.ZipFile, name: str | zipfile.ZipInfo, mode: str = "r", *args: object) -> object:
+        info = name if isinstance(name, zipfile.ZipInfo) or mode != "r" else self.getinfo(name)
+        if (
+            mode == "r" and isinstance(info, zipfile.ZipInfo) and info.file_size
+        ):  # a member inflated (an emptied copy's, or one written, is not)
+            opened.append(info.filename)
+        return real_open(self, name, mode, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(zipfile.ZipFile, "open", reading)
+    assert parse("docx", pictured).title == "Release Runbook"
+    assert "word/media/image9.png" not in opened and "word/document.xml" in opened
+    sheet = big_sheet_xlsx(rows=300, columns=40)
+    monkeypatch.setattr(archive, "PARSED_MAX_BYTES", 30 * 1024)
+    over = refused("docx", sample_docx())
+    assert over.reason == "over-budget" and "XML parts unpack to over 0 MiB" in str(over)
+    assert parse("xlsx", sheet).outline[0].title == "Sheet: Costs"  # a sheet is streamed, not parsed whole

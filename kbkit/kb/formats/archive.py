@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from kbkit.errors import DocumentRefused
 
@@ -23,10 +23,13 @@ if TYPE_CHECKING:
 MAX_MEMBERS = 10_000
 """Entries in the archive's directory, read from its end record before zipfile lists them (a
 50 MiB zip of empty entries is 600,000 of them: about 300 MB of zipfile's bookkeeping)."""
-MEMBER_MAX_BYTES = 48 * 1024 * 1024
+MEMBER_MAX_BYTES = 32 * 1024 * 1024
 """The declared uncompressed size of any one member (an XML part is parsed whole by the libraries)."""
 TOTAL_MAX_BYTES = 160 * 1024 * 1024
-"""The declared uncompressed size of all members together (the libraries load every part)."""
+"""The declared uncompressed size of all members together."""
+PARSED_MAX_BYTES = 40 * 1024 * 1024
+"""The declared size of the XML members a library parses whole (python-docx and python-pptx parse
+every XML part on opening; a tree takes about 7 times its XML): about 300 MB at most."""
 MAX_RATIO = 500
 """Uncompressed over compressed size, for members over RATIO_FLOOR_BYTES: ordinary XML stays
 under 50, a sheet of one repeated value reaches 400; deflate's ceiling, a bomb's, is about 1,000."""
@@ -41,9 +44,10 @@ _ZIP64_LOCATOR = b"PK\x06\x07"
 _END_STRUCT = struct.Struct("<4s4H2LH")
 
 
-def open_archive(data: bytes, kind: str) -> zipfile.ZipFile:
+def open_archive(data: bytes, kind: str, streamed: tuple[str, ...] = ()) -> zipfile.ZipFile:
     """The file as a zip whose declared sizes are within budget, or DocumentRefused saying why.
-    `kind` names the format in messages ("Word document")."""
+    `kind` names the format in messages ("Word document"); XML members under the `streamed`
+    prefixes are read row by row, so they do not count against PARSED_MAX_BYTES."""
     if data.startswith(OLE_MAGIC):
         raise DocumentRefused(
             "encrypted",
@@ -58,7 +62,7 @@ def open_archive(data: bytes, kind: str) -> zipfile.ZipFile:
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as exc:
         raise DocumentRefused("unparsable", f"the {kind} is a damaged zip ({exc})") from None
     try:
-        check_members(archive, kind)
+        check_members(archive, kind, streamed)
     except DocumentRefused:
         archive.close()
         raise
@@ -85,12 +89,16 @@ def _too_many(kind: str, members: int) -> DocumentRefused:
     )
 
 
-def check_members(archive: zipfile.ZipFile, kind: str) -> None:
-    """Every member's declared size and compression ratio, and their total, against the budgets."""
+def is_xml(name: str) -> bool:
+    return name.endswith((".xml", ".rels"))
+
+
+def check_members(archive: zipfile.ZipFile, kind: str, streamed: tuple[str, ...] = ()) -> None:
+    """Every member's declared size and compression ratio, and their totals, against the budgets."""
     members = archive.infolist()
     if len(members) > MAX_MEMBERS:
         raise _too_many(kind, len(members))
-    total = 0
+    total = parsed = 0
     for info in members:
         if info.flag_bits & 0x1:
             raise DocumentRefused(
@@ -114,6 +122,13 @@ def check_members(archive: zipfile.ZipFile, kind: str) -> None:
             raise DocumentRefused(
                 "over-budget", f"the {kind} unpacks to over {TOTAL_MAX_BYTES >> 20} MiB, over its budget"
             )
+        if is_xml(info.filename) and not (streamed and info.filename.startswith(streamed)):
+            parsed += info.file_size
+            if parsed > PARSED_MAX_BYTES:
+                raise DocumentRefused(
+                    "over-budget",
+                    f"the {kind}'s XML parts unpack to over {PARSED_MAX_BYTES >> 20} MiB, over its budget",
+                )
 
 
 def read_member(archive: zipfile.ZipFile, name: str, kind: str, cap: int = MEMBER_MAX_BYTES) -> bytes | None:
@@ -138,6 +153,36 @@ def read_member(archive: zipfile.ZipFile, name: str, kind: str, cap: int = MEMBE
     except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
         raise _damaged(kind, name, exc) from None
     return b"".join(chunks)
+
+
+def text_parts_only(archive: zipfile.ZipFile, kind: str) -> bytes:
+    """A copy of the archive with its XML parts as they are and every other part (images, media,
+    embedded files) empty and never inflated: python-docx and python-pptx load every part into
+    memory on opening, and kbkit reads none of those. Stored, not compressed: it is read at once."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as copy:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            with copy.open(info.filename, "w") as target:
+                if is_xml(info.filename):
+                    _copy_member(archive, info, target, kind)
+    return out.getvalue()
+
+
+def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: IO[bytes], kind: str) -> None:
+    size = 0
+    try:
+        with archive.open(info) as member:
+            while chunk := member.read(1024 * 1024):
+                size += len(chunk)
+                if size > MEMBER_MAX_BYTES:
+                    raise DocumentRefused(
+                        "over-budget", f"the {kind}'s part {info.filename} unpacks to over its budget"
+                    )
+                target.write(chunk)
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        raise _damaged(kind, info.filename, exc) from None
 
 
 def refuse_dtds(archive: zipfile.ZipFile, kind: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from kbkit.errors import DocumentRefused
-from kbkit.kb.formats.archive import open_archive, refuse_dtds
+from kbkit.kb.formats.archive import open_archive, refuse_dtds, text_parts_only
 from kbkit.kb.formats.markdown import TABLE_MAX_COLUMNS, MarkdownWriter
 from kbkit.kb.parsers import ParsedText
 
@@ -36,16 +36,24 @@ GROUP_DEPTH = 8
 
 
 def _converted(
-    kind: str, data: bytes, convert: Callable[[MarkdownWriter], str | None], heading_title: bool = True
+    kind: str,
+    data: bytes,
+    convert: Callable[[bytes, MarkdownWriter], str | None],
+    *,
+    heading_title: bool = True,
+    streamed: tuple[str, ...] = (),
 ) -> ParsedText:
-    """Check the archive, then run `convert` (which returns the document's title) with any
-    failure of a library on a damaged file turned into one line saying so. Without a title,
-    the first heading is the title (`heading_title`; a sheet's name is not: the file's name is)."""
-    with open_archive(data, kind) as archive:
+    """Check the archive, then run `convert` on it (on its text parts only, unless some parts
+    are `streamed`: openpyxl's reader loads no image) and return the document's title, with any
+    failure of a library on a damaged file turned into one line saying so. Without a title, the
+    first heading is the title (`heading_title`; a sheet's name is not: the file's name is)."""
+    with open_archive(data, kind, streamed) as archive:
         refuse_dtds(archive, kind)
+        if not streamed:
+            data = text_parts_only(archive, kind)
     writer = MarkdownWriter(kind)
     try:
-        title = convert(writer)
+        title = convert(data, writer)
     except DocumentRefused:
         raise
     except ImportError:
@@ -70,7 +78,7 @@ _HEADING_STYLE = re.compile(r"heading ([1-9])", re.IGNORECASE)
 
 
 def parse_docx(data: bytes) -> ParsedText:
-    return _converted("Word document", data, lambda writer: _docx(data, writer))
+    return _converted("Word document", data, _docx)
 
 
 def _docx(data: bytes, writer: MarkdownWriter) -> str | None:
@@ -165,7 +173,7 @@ def _docx_table(table: Table, writer: MarkdownWriter) -> None:
 
 
 def parse_pptx(data: bytes) -> ParsedText:
-    return _converted("PowerPoint deck", data, lambda writer: _pptx(data, writer))
+    return _converted("PowerPoint deck", data, _pptx)
 
 
 def _pptx(data: bytes, writer: MarkdownWriter) -> str | None:
@@ -228,7 +236,7 @@ def _pptx_shape(shape: Any, writer: MarkdownWriter, skip: int | None, depth: int
 
 
 def parse_xlsx(data: bytes) -> ParsedText:
-    return _converted("Excel workbook", data, lambda writer: _xlsx(data, writer), heading_title=False)
+    return _converted("Excel workbook", data, _xlsx, heading_title=False, streamed=("xl/worksheets/",))
 
 
 def _xlsx(data: bytes, writer: MarkdownWriter) -> str | None:
