@@ -213,12 +213,45 @@ def index_once(root: Path) -> tuple[float, float, str]:
     return time.monotonic() - started, usage.ru_maxrss / 1024, text
 
 
+def largest_docx(xml_mib: int = 31) -> bytes:
+    """A Word file whose document.xml is `xml_mib` MiB of short paragraphs: within the part and
+    XML budgets, over the text budget (docs/adr/0033), the costliest Word file kbkit opens."""
+    import zipfile
+
+    rng = random.Random(8)
+    head = (
+        b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w='
+        b'"http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>'
+    )
+    parts, size = [head], len(head)
+    while size < xml_mib * 1024 * 1024:
+        paragraph = f"<w:p><w:r><w:t>{words(rng, 12)}</w:t></w:r></w:p>".encode()
+        parts.append(paragraph)
+        size += len(paragraph)
+    parts.append(b"</w:body></w:document>")
+    source = zipfile.ZipFile(io.BytesIO(docx_file(1)))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            content = b"".join(parts) if info.filename == "word/document.xml" else source.read(info)
+            target.writestr(info.filename, content)
+    return out.getvalue()
+
+
+EXTRA = {"docx, 31 MiB of XML": ("docx", largest_docx)}
+"""Rows beyond the ~1 MB files: name -> (extension, builder)."""
+
+
 def build_projects(folder: Path, target: int) -> None:
     """A project per format under `folder`, holding its one file."""
     for name, (build, guess) in FORMATS.items():
         root = folder / name
         write_project(root, "docs")
         (root / "docs" / f"file.{name}").write_bytes(sized(build, guess, target))
+    for number, (ext, make) in enumerate(EXTRA.values()):
+        root = folder / f"extra{number}"
+        write_project(root, "docs")
+        (root / "docs" / f"file.{ext}").write_bytes(make())
 
 
 def main() -> None:
@@ -238,17 +271,20 @@ def main() -> None:
         # Built in a process of its own: a child forked from a process holding the libraries and the
         # files would start with (and report) that process's memory as its own peak.
         subprocess.run([sys.executable, __file__, "--build", tmp, "--size", str(args.size)], check=True)
-        roots = {name: Path(tmp) / name for name in FORMATS}
-        built = {name: (root / "docs" / f"file.{name}").stat().st_size for name, root in roots.items()}
-        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in FORMATS}
+        files = {name: Path(tmp) / name / "docs" / f"file.{name}" for name in FORMATS}
+        for number, (label, (ext, _)) in enumerate(EXTRA.items()):
+            files[label] = Path(tmp) / f"extra{number}" / "docs" / f"file.{ext}"
+        roots = {name: path.parent.parent for name, path in files.items()}
+        built = {name: path.stat().st_size for name, path in files.items()}
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in roots}
         outputs: dict[str, str] = {}
         for _ in range(args.rounds):
             for name, root in roots.items():  # the formats in turn: the machine's load falls on all alike
                 seconds, rss, outputs[name] = index_once(root)
                 runs[name].append((seconds, rss))
         rows = []
-        for name in FORMATS:
-            text = _indexed_text(roots[name], name)
+        for name in roots:
+            text = _indexed_text(roots[name], files[name].name)
             rows.append(
                 [
                     name,
@@ -256,7 +292,7 @@ def main() -> None:
                     f"{text / 1024:.0f} KB",
                     f"{statistics.median(s for s, _ in runs[name]):.2f} s",
                     f"{statistics.median(r for _, r in runs[name]):.0f} MB",
-                    "skipped" if "skipped file" in outputs[name] else "indexed",
+                    _outcome(outputs[name]),
                 ]
             )
     print_table(
@@ -267,12 +303,20 @@ def main() -> None:
     print(f"\n{watch.note()}")
 
 
-def _indexed_text(root: Path, name: str) -> int:
+def _outcome(output: str) -> str:
+    """`indexed`, or the reason a file was skipped, from `kbkit index --skipped`."""
+    for line in output.splitlines():
+        if line.strip().startswith("skipped file."):
+            return "skipped: " + line.split(": ", 1)[1][:90]
+    return "indexed"
+
+
+def _indexed_text(root: Path, file_name: str) -> int:
     import sqlite3
 
     conn = sqlite3.connect(root / ".kbkit" / "index.db")
     try:
-        row = conn.execute("SELECT text_size FROM documents WHERE path = ?", (f"file.{name}",)).fetchone()
+        row = conn.execute("SELECT text_size FROM documents WHERE path = ?", (file_name,)).fetchone()
     finally:
         conn.close()
     return int(row[0]) if row else 0
