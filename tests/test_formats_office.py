@@ -21,6 +21,7 @@ from peers.office import (
     MAIN_PART,
     SAMPLES,
     big_sheet_xlsx,
+    damaged_member,
     lying_sizes,
     many_members,
     rewrite,
@@ -464,3 +465,11 @@ def test_images_and_embedded_files_are_never_inflated_and_whole_parsed_xml_has_i
     over = refused("docx", sample_docx())
     assert over.reason == "over-budget" and "XML parts unpack to over 0 MiB" in str(over)
     assert parse("xlsx", sheet).outline[0].title == "Sheet: Costs"  # a sheet is streamed, not parsed whole
+
+
+@pytest.mark.parametrize("ext", list(MAIN_PART))
+def test_a_damaged_deflate_stream_or_an_unknown_compression_method_is_one_line_not_a_crash(ext: str) -> None:
+    data = SAMPLES[ext]()
+    for broken in (damaged_member(data, MAIN_PART[ext]), damaged_member(data, MAIN_PART[ext], method=99)):
+        error = refused(ext, broken)
+        assert error.reason == "unparsable", error

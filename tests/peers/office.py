@@ -309,3 +309,24 @@ def big_sheet_xlsx(rows: int, columns: int) -> bytes:
         + "</sheetData></worksheet>"
     )
     return rewrite(sample_xlsx(), "xl/worksheets/sheet1.xml", lambda _: sheet.encode())
+
+
+def damaged_member(data: bytes, name: str, *, method: int | None = None) -> bytes:
+    """The archive with member `name`'s deflate stream overwritten in its middle, or (with
+    `method`) its compression method set to that number in both headers."""
+    info = zipfile.ZipFile(io.BytesIO(data)).getinfo(name)
+    out = bytearray(data)
+    name_length, extra_length = struct.unpack_from("<HH", data, info.header_offset + 26)
+    start = info.header_offset + 30 + name_length + extra_length
+    if method is None:
+        middle = start + info.compress_size // 3
+        out[middle : middle + 16] = b"\xff" * 16
+        return bytes(out)
+    struct.pack_into("<H", out, info.header_offset + 8, method)
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:
+        length = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46 : at + 46 + length] == name.encode():
+            struct.pack_into("<H", out, at + 10, method)
+        at = data.find(b"PK\x01\x02", at + 46)
+    return bytes(out)

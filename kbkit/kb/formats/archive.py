@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
+import zlib
 from typing import IO, TYPE_CHECKING
 
 from kbkit.errors import DocumentRefused
@@ -42,6 +43,17 @@ OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _END_RECORD = b"PK\x05\x06"
 _ZIP64_LOCATOR = b"PK\x06\x07"
 _END_STRUCT = struct.Struct("<4s4H2LH")
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,  # a damaged deflate stream: zipfile passes zlib's own error on
+    NotImplementedError,  # a compression method zipfile does not know
+    RuntimeError,
+    EOFError,
+    OSError,
+    ValueError,
+)
+"""What zipfile raises on a damaged or unusual archive."""
 
 
 def open_archive(data: bytes, kind: str, streamed: tuple[str, ...] = ()) -> zipfile.ZipFile:
@@ -59,7 +71,7 @@ def open_archive(data: bytes, kind: str, streamed: tuple[str, ...] = ()) -> zipf
     _check_end_record(data, kind)
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError) as exc:
+    except ZIP_ERRORS as exc:
         raise DocumentRefused("unparsable", f"the {kind} is a damaged zip ({exc})") from None
     try:
         check_members(archive, kind, streamed)
@@ -150,7 +162,7 @@ def read_member(archive: zipfile.ZipFile, name: str, kind: str, cap: int = MEMBE
                         f"the {kind}'s part {name} unpacks to over {cap:,} bytes, over its budget",
                     )
                 chunks.append(chunk)
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise _damaged(kind, name, exc) from None
     return b"".join(chunks)
 
@@ -181,7 +193,7 @@ def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: IO[byt
                         "over-budget", f"the {kind}'s part {info.filename} unpacks to over its budget"
                     )
                 target.write(chunk)
-    except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise _damaged(kind, info.filename, exc) from None
 
 
@@ -195,7 +207,7 @@ def refuse_dtds(archive: zipfile.ZipFile, kind: str) -> None:
         try:
             with archive.open(info) as member:
                 head = member.read(DTD_SCAN_BYTES)
-        except (zipfile.BadZipFile, EOFError, OSError, ValueError) as exc:
+        except ZIP_ERRORS as exc:
             raise _damaged(kind, info.filename, exc) from None
         if b"<!DOCTYPE" in head or b"<!ENTITY" in head:
             raise DocumentRefused(

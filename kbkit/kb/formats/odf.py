@@ -64,7 +64,13 @@ def parse_odf(data: bytes, ext: str) -> ParsedText:
     if body is None:
         raise DocumentRefused("unparsable", f"the {kind}'s content.xml holds no office:{body_name}")
     writer = MarkdownWriter(kind)
-    first_title = {"odt": _text_body, "odp": _presentation, "ods": _spreadsheet}[ext](body, writer)
+    try:
+        first_title = {"odt": _text_body, "odp": _presentation, "ods": _spreadsheet}[ext](body, writer)
+    except DocumentRefused:
+        raise
+    except Exception as exc:  # RecursionError, a value out of range: the file is unreadable, said in one line
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        raise DocumentRefused("unparsable", f"the {kind} could not be read ({reason})") from None
     title = _meta_title(meta, kind) or first_title
     if title is None and ext == "odt" and writer.headings:
         title = writer.headings[0][:500]  # a sheet's name is no title: the file's name is

@@ -15,6 +15,20 @@ DISTRIBUTIONS = {"docx": "python-docx", "pptx": "python-pptx"}
 """Import names that differ from the name pip installs."""
 
 
+def _run(convert: Callable[[], ParsedText]) -> ParsedText:
+    """The converter's result; a missing library, or any failure it did not name itself, becomes
+    DocumentRefused (the indexer skips a file for that and nothing else)."""
+    try:
+        return convert()
+    except DocumentRefused:
+        raise
+    except ImportError as exc:
+        raise _library_missing(exc) from None
+    except Exception as exc:
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        raise DocumentRefused("unparsable", f"the file could not be read ({reason})") from None
+
+
 def _library_missing(exc: ImportError) -> DocumentRefused:
     name = (exc.name or "").split(".")[0]
     package = DISTRIBUTIONS.get(name, name) or str(exc)
@@ -27,55 +41,37 @@ def _library_missing(exc: ImportError) -> DocumentRefused:
 def parse_docx(data: bytes) -> ParsedText:
     from kbkit.kb.formats import ooxml
 
-    try:
-        return ooxml.parse_docx(data)
-    except ImportError as exc:
-        raise _library_missing(exc) from None
+    return _run(lambda: ooxml.parse_docx(data))
 
 
 def parse_pptx(data: bytes) -> ParsedText:
     from kbkit.kb.formats import ooxml
 
-    try:
-        return ooxml.parse_pptx(data)
-    except ImportError as exc:
-        raise _library_missing(exc) from None
+    return _run(lambda: ooxml.parse_pptx(data))
 
 
 def parse_xlsx(data: bytes) -> ParsedText:
     from kbkit.kb.formats import ooxml
 
-    try:
-        return ooxml.parse_xlsx(data)
-    except ImportError as exc:
-        raise _library_missing(exc) from None
+    return _run(lambda: ooxml.parse_xlsx(data))
 
 
 def parse_odt(data: bytes) -> ParsedText:
     from kbkit.kb.formats import odf
 
-    try:
-        return odf.parse_odf(data, "odt")
-    except ImportError as exc:
-        raise _library_missing(exc) from None
+    return _run(lambda: odf.parse_odf(data, "odt"))
 
 
 def parse_odp(data: bytes) -> ParsedText:
     from kbkit.kb.formats import odf
 
-    try:
-        return odf.parse_odf(data, "odp")
-    except ImportError as exc:
-        raise _library_missing(exc) from None
+    return _run(lambda: odf.parse_odf(data, "odp"))
 
 
 def parse_ods(data: bytes) -> ParsedText:
     from kbkit.kb.formats import odf
 
-    try:
-        return odf.parse_odf(data, "ods")
-    except ImportError as exc:
-        raise _library_missing(exc) from None
+    return _run(lambda: odf.parse_odf(data, "ods"))
 
 
 OFFICE_EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {

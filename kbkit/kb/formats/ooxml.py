@@ -205,12 +205,13 @@ def _pptx(data: bytes, writer: MarkdownWriter) -> str | None:
 
 
 def _pptx_shape(shape: Any, writer: MarkdownWriter, skip: int | None, depth: int) -> None:
-    from pptx.enum.shapes import MSO_SHAPE_TYPE, PP_PLACEHOLDER
+    from pptx.enum.shapes import PP_PLACEHOLDER
+    from pptx.shapes.group import GroupShape
 
     writer.check()
     if shape.shape_id == skip and depth == 0:
         return
-    if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+    if isinstance(shape, GroupShape):
         if depth < GROUP_DEPTH:
             for inner in shape.shapes:
                 _pptx_shape(inner, writer, skip, depth + 1)
