@@ -473,3 +473,22 @@ def test_a_damaged_deflate_stream_or_an_unknown_compression_method_is_one_line_n
     for broken in (damaged_member(data, MAIN_PART[ext]), damaged_member(data, MAIN_PART[ext], method=99)):
         error = refused(ext, broken)
         assert error.reason == "unparsable", error
+
+
+def test_opendocument_numbered_headings_inside_outline_lists_stay_headings() -> None:
+    from odf import text
+    from odf.opendocument import OpenDocumentText
+
+    document = OpenDocumentText()
+    numbered = text.List()
+    item = text.ListItem()
+    item.addElement(text.H(outlinelevel=2, text="Escalation"))
+    numbered.addElement(item)
+    document.text.addElement(text.H(outlinelevel=1, text="Support"))
+    document.text.addElement(numbered)
+    document.text.addElement(text.P(text="Call the duty manager."))
+    out = io.BytesIO()
+    document.write(out)
+    parsed = parse("odt", out.getvalue())
+    assert [(h.level, h.title) for h in parsed.outline] == [(1, "Support"), (2, "Escalation")]
+    assert "## Escalation\n\nCall the duty manager." in parsed.body

@@ -121,8 +121,7 @@ def _blocks(element: etree._Element, writer: MarkdownWriter, depth: int) -> None
         writer.check()
         tag = child.tag
         if tag == _q("text:h"):
-            level = str(child.get(_q("text:outline-level"), "1"))
-            writer.heading(int(level) if level.isdigit() else 1, inline_text(child))
+            writer.heading(_outline_level(child), inline_text(child))
         elif tag == _q("text:p"):
             frames = child.findall(f".//{_q('draw:text-box')}")
             writer.paragraph(inline_text(child) if not frames else _text_outside(child))
@@ -134,6 +133,11 @@ def _blocks(element: etree._Element, writer: MarkdownWriter, depth: int) -> None
             writer.table(_table_rows(child))
         elif tag in (_q("text:section"), _q("draw:frame"), _q("draw:text-box"), _q("text:soft-page-break")):
             _blocks(child, writer, depth + 1)
+
+
+def _outline_level(heading: etree._Element) -> int:
+    level = str(heading.get(_q("text:outline-level"), "1"))
+    return int(level) if level.isdigit() else 1
 
 
 def _text_outside(paragraph: etree._Element) -> str:
@@ -154,7 +158,9 @@ def _list(element: etree._Element, writer: MarkdownWriter, level: int, depth: in
             continue
         for child in item:
             writer.check()
-            if child.tag in (_q("text:p"), _q("text:h")):
+            if child.tag == _q("text:h"):  # a numbered heading: LibreOffice lists its outline numbering
+                writer.heading(_outline_level(child), inline_text(child))
+            elif child.tag == _q("text:p"):
                 writer.list_item(inline_text(child), level)
             elif child.tag == _q("text:list"):
                 _list(child, writer, level + 1, depth + 1)
