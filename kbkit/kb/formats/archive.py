@@ -28,9 +28,10 @@ MEMBER_MAX_BYTES = 32 * 1024 * 1024
 """The declared uncompressed size of any one member (an XML part is parsed whole by the libraries)."""
 TOTAL_MAX_BYTES = 160 * 1024 * 1024
 """The declared uncompressed size of all members together."""
-PARSED_MAX_BYTES = 40 * 1024 * 1024
+PARSED_MAX_BYTES = 32 * 1024 * 1024
 """The declared size of the XML members a library parses whole (python-docx and python-pptx parse
-every XML part on opening; a tree takes about 7 times its XML): about 300 MB at most."""
+every XML part on opening; trees and their text take 9 to 10 times their XML): 37 MiB of slides
+peaked at 369 MB, so about 320 MB at most."""
 MAX_RATIO = 500
 """Uncompressed over compressed size, for members over RATIO_FLOOR_BYTES: ordinary XML stays
 under 50, a sheet of one repeated value reaches 400; deflate's ceiling, a bomb's, is about 1,000."""
