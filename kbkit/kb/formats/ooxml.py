@@ -244,7 +244,10 @@ def _xlsx(data: bytes, writer: MarkdownWriter) -> str | None:
     import openpyxl
 
     if not openpyxl.DEFUSEDXML:  # openpyxl parses with defusedxml only when it is installed
-        raise DocumentRefused("parser-missing", "defusedxml is not installed; reinstall kbkit")
+        raise DocumentRefused(
+            "parser-missing",
+            "defusedxml is not installed; run: pip install defusedxml (or drop xlsx from [parsers] enabled)",
+        )
     book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
     try:
         cells_left = WORKBOOK_MAX_CELLS
