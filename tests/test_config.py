@@ -25,7 +25,7 @@ from kbkit.scaffold import init_project
 def test_defaults_index_docs_with_every_parser(project: Path) -> None:
     settings = load_settings(project)
     assert settings.kb_path == (project / "docs").resolve()
-    assert settings.parsers == ("md", "markdown", "txt", "rst", "pdf")
+    assert settings.parsers == ("md", "markdown", "txt", "rst", "pdf", "docx", "pptx", "xlsx", "odt", "odp", "ods")
     assert settings.server_name == "kb"
     assert settings.server_tools == ("search", "get_document")
     assert settings.index_path == project.resolve() / ".kbkit" / "index.db"
@@ -63,9 +63,9 @@ def test_an_unknown_section_suggests_the_nearest(tmp_path: Path) -> None:
         ('[kb]\npath = "docs"\nexclude_dirs = "node_modules"\n', "kb.exclude_dirs", "must be a list"),
         ('[kb]\npath = "docs"\n[parsers]\nenabled = ["md", 1]\n', "parsers.enabled", "list of strings"),
         (
-            '[kb]\npath = "docs"\n[parsers]\nenabled = ["md", "docx"]\n',
+            '[kb]\npath = "docs"\n[parsers]\nenabled = ["md", "doc"]\n',
             "parsers.enabled",
-            "unknown parser 'docx'",
+            "unknown parser 'doc'",
         ),
         ('[kb]\npath = "docs"\n[server]\nname = ""\n', "server.name", "must not be empty"),
     ],

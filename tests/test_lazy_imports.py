@@ -40,6 +40,13 @@ SERVER_SIDE = (
     "rich",
     "re2",
     "pypdf",
+    "docx",
+    "pptx",
+    "openpyxl",
+    "lxml",
+    "defusedxml",
+    "kbkit.kb.formats.ooxml",
+    "kbkit.kb.formats.odf",
     "yaml",
     "pathspec",
     "pyuca",
@@ -147,3 +154,16 @@ def test_sync_still_refuses_an_unreadable_skills_lock_in_one_line_and_writes_not
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("kbkit: error: ") and "skills-lock.json" in lines[0]
     assert not (root / ".gitignore").exists() and not (root / ".mcp.json").exists()
+
+
+OFFICE = ("docx", "pptx", "openpyxl", "lxml", "defusedxml", "kbkit.kb.formats.ooxml", "kbkit.kb.formats.odf")
+"""The office formats' converters and libraries (docs/adr/0033): loaded only when such a file is met."""
+
+
+def test_indexing_and_searching_markdown_load_no_office_library(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {"guide.md": "# Guide\n\nHow we work.\n"})
+    for args in (["index", "--root", str(root)], ["search", "--root", str(root), "how we work"]):
+        result, modules = run_logged(*args, cwd=root, home=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "kbkit.kb.parsers" in modules
+        assert loaded(modules, OFFICE) == []

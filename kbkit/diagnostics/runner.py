@@ -64,9 +64,9 @@ CHECKS: list[Check] = [
     ),
     Check(
         "parsers",
-        "PDFs are skipped with `parser-missing`",
-        "pdf is enabled but pypdf is not installed",
-        "pip install pypdf, or drop pdf from [parsers] enabled",
+        "PDFs or office files are skipped with `parser-missing`",
+        "a file type is enabled but its library (pypdf, python-docx, python-pptx, openpyxl, lxml) is missing",
+        "pip install the library the finding names, or drop the type from [parsers] enabled",
         check_parsers,
         at_boot=True,
     ),

@@ -39,16 +39,42 @@ def check_search(ctx: Context) -> list[Finding]:
     return [Finding("search", "warn", finding, fix)]
 
 
+PARSER_LIBRARIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "pdf": (("pypdf", "pypdf"),),
+    "docx": (("docx", "python-docx"), ("lxml", "lxml")),
+    "pptx": (("pptx", "python-pptx"), ("lxml", "lxml")),
+    "xlsx": (("openpyxl", "openpyxl"), ("defusedxml", "defusedxml")),
+    "odt": (("lxml", "lxml"),),
+    "odp": (("lxml", "lxml"),),
+    "ods": (("lxml", "lxml"),),
+}
+"""File type -> the (module, distribution) pairs its parser imports when it meets such a file."""
+
+
 def check_parsers(ctx: Context) -> list[Finding]:
     if ctx.settings is None:
         return []
-    if "pdf" in ctx.settings.parsers and importlib.util.find_spec("pypdf") is None:
+    types: list[str] = []
+    missing: dict[str, None] = {}
+    for name in ctx.settings.parsers:
+        absent = [
+            dist
+            for module, dist in PARSER_LIBRARIES.get(name, ())
+            if importlib.util.find_spec(module) is None
+        ]
+        if absent:
+            types.append(name)
+            missing.update(dict.fromkeys(absent))
+    if types:
+        verb = "is" if len(types) == 1 else "are"
         return [
             Finding(
                 "parsers",
                 "warn",
-                "pdf is enabled but pypdf is not installed: PDFs are skipped",
-                f"run: {sys.executable} -m pip install pypdf, or drop pdf from [parsers] enabled",
+                f"{', '.join(types)} {verb} enabled but {', '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} not installed: those files are skipped",
+                f"run: {sys.executable} -m pip install {' '.join(missing)}, or drop {', '.join(types)} "
+                "from [parsers] enabled",
             )
         ]
     return ok("parsers", ", ".join(ctx.settings.parsers) + " usable")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.errors import DocumentRefused
+from kbkit.kb.formats.office import OFFICE_EXTRACTORS
 from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
 if TYPE_CHECKING:
@@ -459,6 +460,7 @@ EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
     "txt": parse_plain,
     "rst": parse_rst,
     "pdf": parse_pdf,
+    **OFFICE_EXTRACTORS,
 }
 """How each file type of kbkit/catalog/filetypes.py becomes text (a missing one fails at import)."""
 

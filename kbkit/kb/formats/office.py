@@ -1,0 +1,85 @@
+"""The office formats' extractors, each importing its converter (and the library behind it) only
+when a file of that type is met: python-docx, python-pptx, openpyxl and lxml are slow to import."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kbkit.errors import DocumentRefused
+
+if TYPE_CHECKING:
+    from kbkit.kb.parsers import ParsedText
+
+DISTRIBUTIONS = {"docx": "python-docx", "pptx": "python-pptx"}
+"""Import names that differ from the name pip installs."""
+
+
+def _run(convert: Callable[[], ParsedText]) -> ParsedText:
+    """The converter's result; a missing library, or any failure it did not name itself, becomes
+    DocumentRefused (the indexer skips a file for that and nothing else)."""
+    try:
+        return convert()
+    except DocumentRefused:
+        raise
+    except ImportError as exc:
+        raise _library_missing(exc) from None
+    except Exception as exc:
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        raise DocumentRefused("unparsable", f"the file could not be read ({reason})") from None
+
+
+def _library_missing(exc: ImportError) -> DocumentRefused:
+    name = (exc.name or "").split(".")[0]
+    package = DISTRIBUTIONS.get(name, name) or str(exc)
+    return DocumentRefused(
+        "parser-missing",
+        f"{package} is not installed; run: pip install {package} (or drop the type from [parsers] enabled)",
+    )
+
+
+def parse_docx(data: bytes) -> ParsedText:
+    from kbkit.kb.formats import ooxml
+
+    return _run(lambda: ooxml.parse_docx(data))
+
+
+def parse_pptx(data: bytes) -> ParsedText:
+    from kbkit.kb.formats import ooxml
+
+    return _run(lambda: ooxml.parse_pptx(data))
+
+
+def parse_xlsx(data: bytes) -> ParsedText:
+    from kbkit.kb.formats import ooxml
+
+    return _run(lambda: ooxml.parse_xlsx(data))
+
+
+def parse_odt(data: bytes) -> ParsedText:
+    from kbkit.kb.formats import odf
+
+    return _run(lambda: odf.parse_odf(data, "odt"))
+
+
+def parse_odp(data: bytes) -> ParsedText:
+    from kbkit.kb.formats import odf
+
+    return _run(lambda: odf.parse_odf(data, "odp"))
+
+
+def parse_ods(data: bytes) -> ParsedText:
+    from kbkit.kb.formats import odf
+
+    return _run(lambda: odf.parse_odf(data, "ods"))
+
+
+OFFICE_EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
+    "docx": parse_docx,
+    "pptx": parse_pptx,
+    "xlsx": parse_xlsx,
+    "odt": parse_odt,
+    "odp": parse_odp,
+    "ods": parse_ods,
+}
+"""Extension -> extractor, merged into kbkit/kb/parsers.py's EXTRACTORS."""
