@@ -1,7 +1,7 @@
 """The file types kbkit reads, by extension: the names `[parsers] enabled` takes.
 
 Each maps to the media type of the text kbkit serves for it (a PDF is served as its extracted
-plain text). kbkit/kb/parsers.py gives each one its extractor.
+plain text, an HTML page or a notebook as Markdown). kbkit/kb/parsers.py gives each one its extractor.
 """
 
 from __future__ import annotations
@@ -12,5 +12,8 @@ FILE_TYPES: dict[str, str] = {
     "txt": "text/plain",
     "rst": "text/x-rst",
     "pdf": "text/plain",
+    "html": "text/markdown",
+    "htm": "text/markdown",
+    "ipynb": "text/markdown",
 }
 """Every file type kbkit ships a parser for: extension (no dot, lower case) -> served media type."""
