@@ -29,7 +29,8 @@ TABLE_MAX_COLUMNS = 32
 CELL_MAX_CHARS = 1_000
 """A table cell's text is cut here (a cell is one line of a Markdown table)."""
 MAX_NESTING = 8
-"""Lists and quotes nested deeper than this are written flat: each level re-indents its text."""
+"""Lists, list items and quotes open at once beyond this are written flat: each one re-indents or
+re-prefixes all the text inside it when it closes, so this bounds that work to 8 copies."""
 
 DROPPED = frozenset(
     ("script", "style", "noscript", "template", "nav", "aside", "form", "head", "iframe", "object")
