@@ -284,18 +284,29 @@ def index_once(root: Path) -> dict[str, float]:
     try:
         report = kb.scan()
         elapsed = time.perf_counter() - started
-        skipped = len(kb.store.skipped())
+        reasons = [reason for _, reason in kb.store.skipped()]
         text = kb.store.reader().execute("SELECT coalesce(sum(text_size), 0) FROM documents").fetchone()[0]
     finally:
         kb.close()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
     return {
         "seconds": elapsed,
         "peak_mb": peak,
-        "skipped": skipped,
+        "skipped": len(reasons),
+        "reason": reasons[0] if reasons else "",
         "text_bytes": text,
         "added": report.added,
     }
+
+
+def peak_rss_mb() -> float:
+    """This process's peak RSS since it started: VmHWM, which exec resets (getrusage's ru_maxrss
+    keeps the forking parent's RSS at fork time, which the child never used)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def ranked(root: Path, questions: list[Question]) -> list[list[str]]:
@@ -318,6 +329,63 @@ def quality(questions: list[Question], results: list[list[str]]) -> tuple[float,
     return statistics.fmean(hits5), statistics.fmean(rr)
 
 
+def hostile_files() -> dict[str, Callable[[Path], None]]:
+    """Files built to break the HTML and notebook budgets, and the worst ones within them."""
+
+    def notebook(cells: list[dict[str, object]]) -> bytes:
+        return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}).encode()
+
+    def output(text: object) -> dict[str, object]:
+        stream = {"output_type": "stream", "name": "stdout", "text": text}
+        return {"cell_type": "code", "source": "run()", "outputs": [stream], "metadata": {}}
+
+    def sparse(path: Path) -> None:
+        with path.open("wb") as file:
+            file.write(notebook([output("x")]))
+            file.truncate(500 * 1024 * 1024)
+
+    return {
+        "100,000 nested divs.html": lambda p: p.write_bytes(
+            b"<body>" + b"<div>" * 100_000 + b"</div>" * 100_000
+        ),
+        "499,000 tags.html": lambda p: p.write_bytes(b"<body>" + b"<p>x</p>" * 499_000),
+        "15 MiB of text and 490,000 tags.html": lambda p: p.write_bytes(
+            b"<body>" + b"<p>x</p>" * 490_000 + b"<p>" + b"word " * (3 * 1024 * 1024) + b"</p>"
+        ),
+        "45 MB of text.html": lambda p: p.write_bytes(b"<body><p>" + b"lorem ipsum " * 3_750_000 + b"</p>"),
+        "binary.html": lambda p: p.write_bytes(bytes(range(256)) * 40_000),
+        "500 MB output (sparse).ipynb": sparse,
+        "45 MB output.ipynb": lambda p: p.write_bytes(notebook([output("y" * 45_000_000)])),
+        "1.9M values, 40 MB.ipynb": lambda p: p.write_bytes(
+            notebook([output(["ab"] * 1_900_000), output("z" * 30_000_000)])
+        ),
+        "2.1M values.ipynb": lambda p: p.write_bytes(notebook([output(["ab"] * 2_100_000)])),
+        "not JSON.ipynb": lambda p: p.write_bytes(b"PK\x03\x04" + bytes(range(256)) * 1000),
+    }
+
+
+def run_hostile(work: Path) -> None:
+    rows: list[list[str]] = []
+    for name, write in hostile_files().items():
+        root = work / f"hostile-{len(rows)}"
+        write_project(root, "docs")
+        target = root / "docs" / name.replace(" ", "-").replace(",", "")
+        write(target)
+        child = subprocess.run(
+            [sys.executable, __file__, "--index-once", str(root)], capture_output=True, text=True, check=True
+        )
+        run = json.loads(child.stdout)
+        outcome = (
+            f"skipped: {run['reason']}"
+            if run["skipped"]
+            else f"indexed, {run['text_bytes'] / 1e6:.1f} MB text"
+        )
+        size = target.stat().st_size / 1e6
+        rows.append([name, f"{size:.0f}", f"{run['seconds']:.2f}", f"{run['peak_mb']:.0f}", outcome[:110]])
+        target.unlink()
+    print_table(["file", "MB", "index s", "peak RSS MB", "outcome"], rows, title="hostile files, one kb each")
+
+
 def available(fmt: str) -> str | None:
     """Why `fmt` cannot be measured here, or None."""
     if fmt not in FILE_TYPES:
@@ -337,12 +405,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--data", type=Path)
+    parser.add_argument("--hostile", action="store_true", help="index files built to break the budgets")
     parser.add_argument("--index-once", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.index_once:
         print(json.dumps(index_once(args.index_once)))
         return
     watch = MachineWatch()
+    if args.hostile:
+        with tempfile.TemporaryDirectory(prefix="kbkit-hostile-") as tmp:
+            run_hostile(Path(tmp))
+        print(f"\nmachine: {watch.note()}")
+        return
     with tempfile.TemporaryDirectory(prefix="kbkit-formats-") as tmp:
         work = Path(tmp)
         pick = tldr_pages if args.corpus == "tldr" else cpp_pages
