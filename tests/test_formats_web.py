@@ -197,7 +197,14 @@ def test_a_page_whose_text_is_over_the_budget_is_refused_even_in_one_text_node(
 ) -> None:
     monkeypatch.setattr(html, "HTML_MAX_TEXT_CHARS", 1000)
     assert len(parse_html(b"<p>" + b"a" * 990 + b"</p>").body) == 990
-    for page in (b"<p>" + b"a" * 1001 + b"</p>", b"<p>word</p>" * 300, b"<pre>" + b"a" * 2000 + b"</pre>"):
+    assert parse_html(b"<p>" + b" \n" * 5000 + b"word</p>").body == "word"  # folded white space is not text
+    for page in (
+        b"<p>" + b"a" * 1001 + b"</p>",
+        b"<p>word</p>" * 300,
+        b"<pre>" + b"a" * 2000 + b"</pre>",
+        b"<table>" + b"<tr><td>word</td></tr>" * 300 + b"</table>",  # counted before a cell holds it
+        b"<ul>" + b"<li>word</li>" * 300 + b"</ul>",  # or a list item
+    ):
         with pytest.raises(DocumentRefused, match="the page's text is over") as refused:
             parse_html(page)
         assert refused.value.reason == "over-budget"

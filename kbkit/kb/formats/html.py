@@ -196,8 +196,9 @@ class _Writer:
         self.size = 0
         self.found: list[Heading] = []
         self.inline: list[str] = []
-        self.pending = 0
-        """Characters in `inline`: counted against the text budget before they make a block."""
+        self.taken = 0
+        """Characters of text read so far (white space folded), wherever they went: counted
+        against the text budget as they come, before any block, cell or list holds them."""
         self.frames: list[_Frame] = []
         self.cell: list[str] | None = None
         """The texts of the table cell being read, if any: everything in it is one line."""
@@ -233,20 +234,23 @@ class _Writer:
         if self.cell is not None or not self.inline:
             return
         text = _LINE_BREAKS.sub("\n", "".join(self.inline)).strip()
-        self.inline, self.pending = [], 0
+        self.inline = []
         self.block(text)
 
     def text(self, raw: str | None) -> None:
         if not raw:
             return
-        self.pending += len(raw)
-        if self.size + self.pending > HTML_MAX_TEXT_CHARS:
-            self.over_budget()
         collapsed = _SPACE.sub(" ", raw)
+        self.take(len(collapsed))
         if self.cell is not None:
             self.cell.append(collapsed)
         else:
             self.inline.append(collapsed)
+
+    def take(self, chars: int) -> None:
+        self.taken += chars
+        if self.taken > HTML_MAX_TEXT_CHARS:
+            self.over_budget()
 
     def over_budget(self) -> NoReturn:
         mib = HTML_MAX_TEXT_CHARS // (1024 * 1024)
@@ -279,6 +283,7 @@ class _Writer:
         if tag in HEADINGS or tag == "pre":
             self.flush()
             content = element.text_content()
+            self.take(len(content))
             if tag == "pre":
                 self.block(_fenced(content, _language(element)))
                 return True
@@ -312,7 +317,7 @@ class _Writer:
         if tag == "code":
             self.text("`")
         elif tag in ("td", "th") and self.cell is not None and self.cell_depth == len(self.skipped_frames):
-            text = " ".join("".join(self.cell).split()).replace("|", "\\|")
+            text = _SPACE.sub(" ", "".join(self.cell)).strip().replace("|", "\\|")
             self.cell = None
             row = self.frames[-1].rows
             if not row:
