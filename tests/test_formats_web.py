@@ -19,6 +19,7 @@ from kbkit.errors import DocumentRefused
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import FILE_SIZE_CAP
 from kbkit.kb.formats import html, notebook
+from kbkit.kb.formats.markdown import fence_for
 from kbkit.kb.parsers import parse_html, parse_notebook
 
 PAGE = """<!doctype html>
@@ -185,11 +186,30 @@ def test_nesting_within_the_parsers_limit_is_read_without_recursion_and_lists_ar
 
 
 def test_a_page_over_the_tag_budget_is_refused_before_it_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(html, "HTML_MAX_TAGS", 100)
+    monkeypatch.setattr(html, "HTML_MAX_NODES", 100)
     parse_html(b"<body>" + b"<p>x</p>" * 99)
-    with pytest.raises(DocumentRefused, match="has 101 tags, over the 100-tag budget") as refused:
+    with pytest.raises(DocumentRefused, match="has 101 tags, over the 100-node budget") as refused:
         parse_html(b"<body>" + b"<p>x</p>" * 100)
     assert refused.value.reason == "over-budget"
+
+
+def test_attributes_count_against_the_node_budget_and_one_tag_may_not_have_over_256(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    many = b"<p " + b" ".join(b"a%d" % n for n in range(html.HTML_MAX_ATTRIBUTES + 1)) + b">x</p>"
+    with pytest.raises(
+        DocumentRefused, match="a tag in the page has 257 attributes, over the 256"
+    ) as refused:
+        parse_html(many)  # libxml2 checks each attribute against all before it: quadratic
+    assert refused.value.reason == "over-budget"
+    hidden = b'<p title="a > b" ' + b" ".join(b"a%d" % n for n in range(300)) + b">x</p>"
+    with pytest.raises(DocumentRefused, match="301 attributes"):
+        parse_html(hidden)  # a `>` in a quoted value does not end the tag for the count either
+    parse_html(b'<p title="' + b"word " * 1000 + b'" class=x>x</p>')  # words in a value are not attributes
+    monkeypatch.setattr(html, "HTML_MAX_NODES", 100)
+    parse_html(b"<body>" + b'<p class="c" id=i>x</p>' * 33)
+    with pytest.raises(DocumentRefused, match="over 100 tags and attributes"):
+        parse_html(b"<body>" + b'<p class="c" id=i>x</p>' * 34)
 
 
 def test_a_page_whose_text_is_over_the_budget_is_refused_even_in_one_text_node(
@@ -208,6 +228,13 @@ def test_a_page_whose_text_is_over_the_budget_is_refused_even_in_one_text_node(
         with pytest.raises(DocumentRefused, match="the page's text is over") as refused:
             parse_html(page)
         assert refused.value.reason == "over-budget"
+
+
+def test_white_space_is_folded_in_chunks_with_runs_across_their_edges_folded_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(html, "FOLD_CHUNK", 4)
+    assert parse_html(b"<p>ab  \n    \t  cd e    f</p>").body == "ab cd e f"
 
 
 def test_a_wide_table_is_capped_in_columns_and_cells() -> None:
@@ -258,6 +285,13 @@ def test_a_notebooks_metadata_title_wins_and_code_comments_are_not_headings() ->
     parsed = parse_notebook(data.encode())
     assert parsed.title == "Given title"
     assert parsed.headings == ["Real heading"]
+
+
+@pytest.mark.parametrize("run", [0, 1, 2, 3, 5, 6, 7, 12, 13, 1000, 1_000_001])
+def test_a_fence_is_longer_than_the_longest_run_of_backticks_inside(run: int) -> None:
+    content = "a ``` b `` c " + "`" * run + " d"
+    assert fence_for(content) == "`" * max(3, run + 1, 4)
+    assert fence_for("no backticks") == "```"
 
 
 def test_a_code_fence_inside_a_cell_gets_a_longer_fence() -> None:

@@ -40,6 +40,7 @@ SERVER_SIDE = (
     "rich",
     "re2",
     "pypdf",
+    "lxml",
     "yaml",
     "pathspec",
     "pyuca",

@@ -13,21 +13,31 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
 from kbkit.errors import DocumentRefused
+from kbkit.kb.formats.markdown import fenced
 from kbkit.kb.parsers import PDF_MAX_TEXT_CHARS, ParsedText, decode_text
 from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
-HTML_MAX_TAGS = 500_000
-"""Start tags (`<` not followed by `/`, counted on the raw bytes before parsing) a page may hold:
-libxml2 keeps about 270 bytes per element and its text, so this bounds the tree near 150 MB."""
+HTML_MAX_NODES = 500_000
+"""Start tags and their attributes a page may hold, counted on the raw bytes before parsing:
+libxml2 keeps about 280 bytes for each (an element and its text, or an attribute and its value),
+so this bounds the tree near 150 MB."""
+HTML_MAX_ATTRIBUTES = 256
+"""Attributes one tag may have: libxml2's HTML parser checks each against all before it, so one
+tag of 100,000 attributes (a 700 KB file) took 50 s."""
 HTML_MAX_TEXT_CHARS = PDF_MAX_TEXT_CHARS
 """Markdown beyond this: the page is skipped, the conversion stops there (as for a PDF's text)."""
 TABLE_MAX_COLUMNS = 32
 """Cells past this many in a row are joined into the last column."""
 CELL_MAX_CHARS = 1_000
 """A table cell's text is cut here (a cell is one line of a Markdown table)."""
+HEADING_CHARS = 2_000
+"""A heading's text is read this far (its title is cut at sections.TITLE_CHARS anyway)."""
+FOLD_CHUNK = 64 * 1024
+"""White space is folded this many characters at a time: `re.sub` keeps every match of a call
+until it returns, so one 48 MB text node folded whole took 650 MB."""
 MAX_NESTING = 8
 """Lists, list items and quotes open at once beyond this are written flat: each one re-indents or
 re-prefixes all the text inside it when it closes, so this bounds that work to 8 copies."""
@@ -52,18 +62,17 @@ PERMALINKS = "#¶§🔗 "
 _CHARSET = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 _LINE_BREAKS = re.compile(r" *\n[ \n]*")
+_TAG_WITH_SPACE = re.compile(rb"""<[A-Za-z][^\s>]*\s(?:=\s*"[^"]*"|=\s*'[^']*'|[^>])*""")
+"""A start tag with something after its name: to its `>`, a `>` inside a quoted value included.
+Each branch starts with a different character, and nothing follows the loop: no backtracking."""
+_QUOTED_VALUE = re.compile(rb"""=\s*"[^"]*"|=\s*'[^']*'""")
 _LANGUAGE = re.compile(r"(?:language|lang)-([A-Za-z0-9_+#.-]{1,40})")
-_BACKTICKS = re.compile(r"`+")
 
 
 def parse_html(data: bytes) -> ParsedText:
     """The page as Markdown, its outline from its h1-h6, its title from <title> or the first h1."""
     utf8 = _utf8(data)
-    tags = data.count(b"<") - data.count(b"</")
-    if tags > HTML_MAX_TAGS:
-        raise DocumentRefused(
-            "over-budget", f"the page has {tags:,} tags, over the {HTML_MAX_TAGS:,}-tag budget; split it"
-        )
+    _check_nodes(data)
     root = _parse(utf8)
     del utf8
     if root is None:
@@ -81,6 +90,31 @@ def parse_html(data: bytes) -> ParsedText:
         headings=[heading.title for heading in found],
         outline=tuple(found[:MAX_OUTLINE]),
     )
+
+
+def _check_nodes(data: bytes) -> None:
+    """Refuse a page over the node budgets before libxml2 sees it. Counted generously: every `<`
+    not followed by `/` is a tag, every space-separated word in a tag (outside quoted values)
+    an attribute."""
+    tags = data.count(b"<") - data.count(b"</")
+    if tags > HTML_MAX_NODES:
+        raise DocumentRefused(
+            "over-budget", f"the page has {tags:,} tags, over the {HTML_MAX_NODES:,}-node budget; split it"
+        )
+    nodes = tags
+    for match in _TAG_WITH_SPACE.finditer(data):
+        attributes = len(_QUOTED_VALUE.sub(b"=", match.group()).split()) - 1
+        if attributes > HTML_MAX_ATTRIBUTES:
+            raise DocumentRefused(
+                "over-budget",
+                f"a tag in the page has {attributes:,} attributes, over the {HTML_MAX_ATTRIBUTES} allowed",
+            )
+        nodes += attributes
+        if nodes > HTML_MAX_NODES:
+            raise DocumentRefused(
+                "over-budget",
+                f"the page has over {HTML_MAX_NODES:,} tags and attributes (the node budget); split it",
+            )
 
 
 def _utf8(data: bytes) -> bytes:
@@ -240,8 +274,15 @@ class _Writer:
     def text(self, raw: str | None) -> None:
         if not raw:
             return
-        collapsed = _SPACE.sub(" ", raw)
-        self.take(len(collapsed))
+        pieces: list[str] = []
+        for start in range(0, len(raw), FOLD_CHUNK):
+            piece = _SPACE.sub(" ", raw[start : start + FOLD_CHUNK])
+            if pieces and pieces[-1].endswith(" ") and piece.startswith(" "):
+                piece = piece[1:]
+            if piece:
+                self.take(len(piece))
+                pieces.append(piece)
+        collapsed = "".join(pieces)
         if self.cell is not None:
             self.cell.append(collapsed)
         else:
@@ -285,9 +326,9 @@ class _Writer:
             content = element.text_content()
             self.take(len(content))
             if tag == "pre":
-                self.block(_fenced(content, _language(element)))
+                self.block(fenced(content.strip("\n"), _language(element)))
                 return True
-            title = clean_title(content).rstrip(PERMALINKS).rstrip()
+            title = clean_title(content[:HEADING_CHARS]).rstrip(PERMALINKS).rstrip()
             if not self.frames and self.cell is None and title:
                 self.block(f"{'#' * HEADINGS[tag]} {title}", (HEADINGS[tag], title))
             else:
@@ -317,7 +358,8 @@ class _Writer:
         if tag == "code":
             self.text("`")
         elif tag in ("td", "th") and self.cell is not None and self.cell_depth == len(self.skipped_frames):
-            text = _SPACE.sub(" ", "".join(self.cell)).strip().replace("|", "\\|")
+            text = "".join(self.cell)[: 2 * CELL_MAX_CHARS]
+            text = _SPACE.sub(" ", text).strip().replace("|", "\\|")
             self.cell = None
             row = self.frames[-1].rows
             if not row:
@@ -395,10 +437,3 @@ def _language(element: HtmlElement) -> str:
         if match:
             return match.group(1)
     return ""
-
-
-def _fenced(content: str, language: str) -> str:
-    """A code block whose fence is longer than any run of backticks inside it."""
-    longest = max((len(run) for run in _BACKTICKS.findall(content)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{content.strip(chr(10))}\n{fence}"

@@ -13,6 +13,7 @@ import json
 import re
 
 from kbkit.errors import DocumentRefused
+from kbkit.kb.formats.markdown import fenced
 from kbkit.kb.parsers import PDF_MAX_TEXT_CHARS, ParsedText, _markdown_headings
 from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
@@ -25,8 +26,8 @@ OUTPUT_MAX_CHARS = 2_000
 """A code cell's text output is kept when at most this long, and left out whole when longer:
 the head of a long log or table rarely says what the cell does."""
 TEXT_OUTPUTS = ("stream", "execute_result")
-
-_BACKTICKS = re.compile(r"`+")
+HEADING_CHARS = 2_000
+"""A heading's text is read this far (its title is cut at sections.TITLE_CHARS anyway)."""
 
 
 def parse_notebook(data: bytes) -> ParsedText:
@@ -53,7 +54,7 @@ def parse_notebook(data: bytes) -> ParsedText:
             if size > NOTEBOOK_MAX_TEXT_CHARS:
                 mib = NOTEBOOK_MAX_TEXT_CHARS // (1024 * 1024)
                 raise DocumentRefused("over-budget", f"the notebook's text is over {mib} MiB; split it")
-    headings = [Heading(start, level, clean_title(raw)) for start, level, raw in found]
+    headings = [Heading(start, level, clean_title(raw[:HEADING_CHARS])) for start, level, raw in found]
     headings = [heading for heading in headings if heading.title]
     title = _title(metadata.get("title")) or next((h.title for h in headings if h.level == 1), None)
     title = title or (headings[0].title if headings else None)
@@ -108,10 +109,10 @@ def _cell_texts(cell: dict[str, object], language: str) -> list[tuple[str, bool]
         return [(source.strip("\n"), False)]
     if kind != "code":
         return []
-    texts = [(_fenced(source.strip("\n"), language), False)] if source.strip() else []
+    texts = [(fenced(source.strip("\n"), language), False)] if source.strip() else []
     output = _output_text(cell.get("outputs"))
     if output.strip():
-        texts.append((_fenced(output.strip("\n"), "text"), False))
+        texts.append((fenced(output.strip("\n"), "text"), False))
     return texts
 
 
@@ -157,13 +158,6 @@ def _language(metadata: dict[str, object]) -> str:
 
 def _title(value: object) -> str | None:
     return (clean_title(value) or None) if isinstance(value, str) else None
-
-
-def _fenced(content: str, language: str) -> str:
-    """A code block whose fence is longer than any run of backticks inside it."""
-    longest = max((len(run) for run in _BACKTICKS.findall(content)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{content}\n{fence}"
 
 
 def _first_line(exc: Exception) -> str:
