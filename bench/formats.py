@@ -349,9 +349,19 @@ def hostile_files() -> dict[str, Callable[[Path], None]]:
             b"<body>" + b"<div>" * 100_000 + b"</div>" * 100_000
         ),
         "499,000 tags.html": lambda p: p.write_bytes(b"<body>" + b"<p>x</p>" * 499_000),
-        "15 MiB of text and 490,000 tags.html": lambda p: p.write_bytes(
-            b"<body>" + b"<p>x</p>" * 490_000 + b"<p>" + b"word " * (3 * 1024 * 1024) + b"</p>"
+        "12 MiB of text and 490,000 tags.html": lambda p: p.write_bytes(
+            b"<body>" + b"<p>x</p>" * 490_000 + b"<p>" + b"word " * (12 * 1024 * 1024 // 5) + b"</p>"
         ),
+        "one tag of 100,000 attributes.html": lambda p: p.write_bytes(
+            b"<p " + b" ".join(b"a%d" % n for n in range(100_000)) + b">x</p>"
+        ),
+        "160,000 tags of 2 attributes.html": lambda p: p.write_bytes(
+            b"<body>" + b'<p class="note" id=n>x</p>' * 160_000
+        ),
+        "45 MB of one-letter lines.html": lambda p: p.write_bytes(
+            b"<body><p>" + b"a\n" * 22_500_000 + b"</p>"
+        ),
+        "16 MB of backticks in a pre.html": lambda p: p.write_bytes(b"<pre>" + b"`" * 16_000_000 + b"</pre>"),
         "45 MB of text.html": lambda p: p.write_bytes(b"<body><p>" + b"lorem ipsum " * 3_750_000 + b"</p>"),
         "binary.html": lambda p: p.write_bytes(bytes(range(256)) * 40_000),
         "500 MB output (sparse).ipynb": sparse,
