@@ -19,7 +19,7 @@ from kbkit.errors import DocumentRefused
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import FILE_SIZE_CAP
 from kbkit.kb.formats import html, notebook
-from kbkit.kb.formats.markdown import fence_for
+from kbkit.kb.formats.fences import fence_for
 from kbkit.kb.parsers import parse_html, parse_notebook
 
 PAGE = """<!doctype html>
@@ -235,6 +235,13 @@ def test_white_space_is_folded_in_chunks_with_runs_across_their_edges_folded_onc
 ) -> None:
     monkeypatch.setattr(html, "FOLD_CHUNK", 4)
     assert parse_html(b"<p>ab  \n    \t  cd e    f</p>").body == "ab cd e f"
+
+
+def test_the_walk_stops_once_its_cpu_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(html, "HTML_CPU_SECONDS", -1.0)  # spent before the first element
+    with pytest.raises(DocumentRefused, match="converting the page took over") as refused:
+        parse_html(b"<p>x</p>")
+    assert refused.value.reason == "over-budget"
 
 
 def test_a_wide_table_is_capped_in_columns_and_cells() -> None:

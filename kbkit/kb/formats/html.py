@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import codecs
 import re
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
 from kbkit.errors import DocumentRefused
-from kbkit.kb.formats.markdown import fenced
+from kbkit.kb.formats.fences import fenced
 from kbkit.kb.parsers import PDF_MAX_TEXT_CHARS, ParsedText, decode_text
 from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
@@ -29,15 +30,18 @@ HTML_MAX_ATTRIBUTES = 256
 tag of 100,000 attributes (a 700 KB file) took 50 s."""
 HTML_MAX_TEXT_CHARS = PDF_MAX_TEXT_CHARS
 """Markdown beyond this: the page is skipped, the conversion stops there (as for a PDF's text)."""
-TABLE_MAX_COLUMNS = 32
+TABLE_MAX_COLUMNS = 30
 """Cells past this many in a row are joined into the last column."""
-CELL_MAX_CHARS = 1_000
+CELL_MAX_CHARS = 500
 """A table cell's text is cut here (a cell is one line of a Markdown table)."""
 HEADING_CHARS = 2_000
 """A heading's text is read this far (its title is cut at sections.TITLE_CHARS anyway)."""
 FOLD_CHUNK = 64 * 1024
 """White space is folded this many characters at a time: `re.sub` keeps every match of a call
 until it returns, so one 48 MB text node folded whole took 650 MB."""
+HTML_CPU_SECONDS = 15.0
+"""CPU time (this thread's) the walk may take, checked every 4,096 elements: a backstop behind the
+counts above, so that with parsing any one page stays within 20 s."""
 MAX_NESTING = 8
 """Lists, list items and quotes open at once beyond this are written flat: each one re-indents or
 re-prefixes all the text inside it when it closes, so this bounds that work to 8 copies."""
@@ -307,7 +311,12 @@ class _Writer:
         import lxml.etree
 
         walker = lxml.etree.iterwalk(root, events=("start", "end"))
-        for event, element in walker:
+        started = time.thread_time()
+        for count, (event, element) in enumerate(walker):
+            if count % 4096 == 0 and time.thread_time() - started > HTML_CPU_SECONDS:
+                raise DocumentRefused(
+                    "over-budget", f"converting the page took over {HTML_CPU_SECONDS:.0f} s; stopped"
+                )
             tag = element.tag if isinstance(element.tag, str) else ""
             if event == "start":
                 if self.start(tag, element):

@@ -13,7 +13,7 @@ import json
 import re
 
 from kbkit.errors import DocumentRefused
-from kbkit.kb.formats.markdown import fenced
+from kbkit.kb.formats.fences import fenced
 from kbkit.kb.parsers import PDF_MAX_TEXT_CHARS, ParsedText, _markdown_headings
 from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
