@@ -33,7 +33,7 @@ REQUIRED = (
 )
 """Every third-party module kbkit imports (tests/test_packaging.py keeps this list complete)."""
 
-OPTIONAL = ("pypdf",)
+OPTIONAL = ("pypdf", "lxml")
 """Imported only by a parser that reports itself missing (`kbkit doctor`, `index --skipped`)."""
 
 SEMANTIC = ("numpy", "onnxruntime", "tokenizers")

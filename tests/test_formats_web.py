@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import anyio
@@ -235,6 +236,15 @@ def test_white_space_is_folded_in_chunks_with_runs_across_their_edges_folded_onc
 ) -> None:
     monkeypatch.setattr(html, "FOLD_CHUNK", 4)
     assert parse_html(b"<p>ab  \n    \t  cd e    f</p>").body == "ab cd e f"
+
+
+def test_without_lxml_a_page_is_refused_as_parser_missing_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "lxml.html", None)  # an import of it raises ImportError
+    with pytest.raises(DocumentRefused, match="lxml is not installed; run: pip install lxml") as refused:
+        parse_html(b"<p>x</p>")
+    assert refused.value.reason == "parser-missing"
 
 
 def test_the_walk_stops_once_its_cpu_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,8 +156,13 @@ def _codec(label: str) -> str | None:
 
 
 def _parse(utf8: bytes) -> HtmlElement | None:
-    import lxml.etree
-    import lxml.html
+    try:
+        import lxml.etree
+        import lxml.html
+    except ImportError:
+        raise DocumentRefused(
+            "parser-missing", "lxml is not installed; run: pip install lxml (or disable html in [parsers])"
+        ) from None
 
     parser = lxml.html.HTMLParser(
         encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True, no_network=True
