@@ -352,6 +352,9 @@ def hostile_files() -> dict[str, Callable[[Path], None]]:
         "12 MiB of text and 490,000 tags.html": lambda p: p.write_bytes(
             b"<body>" + b"<p>x</p>" * 490_000 + b"<p>" + b"word " * (12 * 1024 * 1024 // 5) + b"</p>"
         ),
+        "240 runs of 2,000 nested headers.html": lambda p: p.write_bytes(
+            b"<body>" + (b"<header>x" * 2000 + b"</header>" * 2000 + b"<p>own</p>") * 240
+        ),
         "one tag of 100,000 attributes.html": lambda p: p.write_bytes(
             b"<p " + b" ".join(b"a%d" % n for n in range(100_000)) + b">x</p>"
         ),

@@ -143,6 +143,20 @@ def test_without_a_title_element_the_first_h1_is_the_title_and_an_articles_own_h
     assert parsed.body == "# Release notes\n\nFixed."
 
 
+def test_a_page_inside_one_form_or_a_main_inside_an_aside_is_kept() -> None:
+    aspnet = '<body><form id="form1"><nav>Menu</nav><h1>Quarterly report</h1><p>Sales rose.</p></form>'
+    assert parse_html(aspnet.encode()).body == "# Quarterly report\n\nSales rose."
+    wrapped = "<body><div role='navigation'>Menu</div><aside><main><p>The content.</p></main></aside>"
+    assert parse_html(wrapped.encode()).body == "The content."
+    search_form = "<body><form><h2>Search</h2><input></form><h1>Title</h1><p>Text.</p>"
+    assert parse_html(search_form.encode()).body == "# Title\n\nText."
+
+
+def test_nested_site_headers_are_dropped_in_one_walk() -> None:
+    page = b"<body>" + b"<header>x" * 2000 + b"</header>" * 2000 + b"<p>own</p>"
+    assert parse_html(page).body == "own"
+
+
 def test_the_meta_charset_decides_the_encoding_and_utf8_is_the_default() -> None:
     latin = '<meta charset="iso-8859-1"><title>Caf\xe9 \x93menu\x94</title><p>cr\xe8me</p>'.encode("latin-1")
     parsed = parse_html(latin)

@@ -183,24 +183,43 @@ def _parse(utf8: bytes) -> HtmlElement | None:
 
 
 def _drop_boilerplate(root: HtmlElement) -> None:
-    """Leave out what is not the page's own content (its tail text stays with the parent)."""
-    doomed = [
-        element
-        for element in root.iter()
-        if isinstance(element.tag, str)
-        and (
-            element.tag in DROPPED
+    """Leave out what is not the page's own content (its tail text stays with the parent). One
+    walk, top-down: whether a header is inside an article is counted on the way, not looked up."""
+    import lxml.etree
+
+    kept = _holders(root)
+    doomed = []
+    landmarks = 0
+    walker = lxml.etree.iterwalk(root, events=("start", "end"))
+    for event, element in walker:
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if event == "end":
+            landmarks -= tag in LANDMARK_PARENTS
+            continue
+        if element not in kept and (
+            tag in DROPPED
             or (element.get("role") or "").strip().lower() in DROPPED_ROLES
-            or (element.tag in ("header", "footer") and not _in_landmark(element))
-        )
-    ]
+            or (tag in ("header", "footer") and not landmarks)
+        ):
+            doomed.append(element)
+            walker.skip_subtree()  # it goes whole: nothing inside needs a look
+        landmarks += tag in LANDMARK_PARENTS
     for element in doomed:
-        if element.getparent() is not None:
-            element.drop_tree()
+        element.drop_tree()
 
 
-def _in_landmark(element: HtmlElement) -> bool:
-    return any(parent.tag in LANDMARK_PARENTS for parent in element.iterancestors())
+def _holders(root: HtmlElement) -> set[HtmlElement]:
+    """What holds the page's content and is never dropped: the ancestors of its <main> or first
+    <article>, and a form around its first <h1> (ASP.NET pages sit in one form)."""
+    kept: set[HtmlElement] = set()
+    for path in (".//main", ".//article"):
+        found = root.find(path)
+        if found is not None:
+            kept.update(found.iterancestors())
+    h1 = root.find(".//h1")
+    if h1 is not None:
+        kept.update(parent for parent in h1.iterancestors() if parent.tag == "form")
+    return kept
 
 
 def _content_root(root: HtmlElement) -> HtmlElement:
