@@ -419,6 +419,8 @@ async def test_get_document_serves_a_page_as_markdown_and_refuses_a_bad_notebook
     tmp_path: Path,
 ) -> None:
     root = make_project(tmp_path / "p", {"guide.html": PAGE, "churn.ipynb": NOTEBOOK, "bad.ipynb": "[]"})
+    with (root / "docs" / "huge.ipynb").open("wb") as sparse:
+        sparse.truncate(500 * 1024 * 1024)
     with anyio.fail_after(60):
         async with serve_in_memory(root) as client:
             await client.list_tools()
@@ -430,6 +432,8 @@ async def test_get_document_serves_a_page_as_markdown_and_refuses_a_bad_notebook
             assert found.structured_content["results"][0]["path"] == "churn.ipynb"
             refused = await client.call_tool("get_document", {"path": "bad.ipynb"})
             assert refused.is_error and "JSON but not a notebook" in refused.content[0].text
+            huge = await client.call_tool("get_document", {"path": "huge.ipynb"})
+            assert huge.is_error and f"over the {FILE_SIZE_CAP} byte cap" in huge.content[0].text
 
 
 def test_parsers_enabled_can_leave_the_new_types_out(tmp_path: Path) -> None:
