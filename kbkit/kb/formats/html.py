@@ -81,7 +81,7 @@ def parse_html(data: bytes) -> ParsedText:
     del utf8
     if root is None:
         return ParsedText(title=None, body="")
-    title = _clean(root.findtext("head/title") or "")
+    title = _clean((root.findtext("head/title") or "")[:HEADING_CHARS])
     _drop_boilerplate(root)
     writer = _Writer()
     writer.walk(_content_root(root))

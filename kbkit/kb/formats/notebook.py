@@ -157,7 +157,7 @@ def _language(metadata: dict[str, object]) -> str:
 
 
 def _title(value: object) -> str | None:
-    return (clean_title(value) or None) if isinstance(value, str) else None
+    return (clean_title(value[:HEADING_CHARS]) or None) if isinstance(value, str) else None
 
 
 def _first_line(exc: Exception) -> str:
