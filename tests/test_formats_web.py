@@ -134,6 +134,11 @@ def test_an_html_page_is_its_main_content_as_markdown_with_its_structure() -> No
         assert body[heading.start :].startswith("#" * heading.level + " " + heading.title)
 
 
+def test_permalink_marks_around_a_heading_are_not_its_title() -> None:
+    page = b'<h2><a class="doc-anchor" href="#s">\xc2\xa7</a>Supported arguments</h2><h2>#pragma once<a>#</a></h2>'
+    assert parse_html(page).headings == ["Supported arguments", "#pragma once"]
+
+
 def test_without_a_title_element_the_first_h1_is_the_title_and_an_articles_own_header_is_kept() -> None:
     page = (
         "<body><header>Site</header><article><header><h1>Release notes</h1></header><p>Fixed.</p></article>"

@@ -62,6 +62,8 @@ BLOCKS = frozenset(
 HEADINGS = {f"h{n}": n for n in range(1, 7)}
 PERMALINKS = "#¶§🔗 "
 """Trailing marks that docs generators put in a heading as its own link: not part of its title."""
+LEADING_PERMALINKS = "¶§🔗 "
+"""The same marks put before the title (rustdoc's `§`); a leading `#` may be the title's own."""
 
 _CHARSET = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9._:-]{1,40})""", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
@@ -361,7 +363,7 @@ class _Writer:
             if tag == "pre":
                 self.block(fenced(content.strip("\n"), _language(element)))
                 return True
-            title = clean_title(content[:HEADING_CHARS]).rstrip(PERMALINKS).rstrip()
+            title = clean_title(content[:HEADING_CHARS]).rstrip(PERMALINKS).lstrip(LEADING_PERMALINKS)
             if not self.frames and self.cell is None and title:
                 self.block(f"{'#' * HEADINGS[tag]} {title}", (HEADINGS[tag], title))
             else:
