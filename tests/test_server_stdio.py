@@ -159,7 +159,7 @@ async def test_boot_lines_go_to_stderr_and_name_what_was_indexed(project: Path, 
     assert "transport: stdio" in text
     assert f"root: {project.resolve()}" in text
     assert "index: brought up to date in the background" in text
-    assert "parsers: md, markdown, txt, rst, pdf, docx, pptx, xlsx, odt, odp, ods" in text
+    assert "parsers: md, markdown, txt, rst, pdf, docx, pptx, xlsx, odt, odp, ods, html, htm, ipynb" in text
     assert "memory: off" in text
     finished = next(line for line in lines if "indexing finished:" in line)
     assert finished.startswith("[kbkit] indexing finished: 4 documents in ")

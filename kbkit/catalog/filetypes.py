@@ -1,8 +1,8 @@
 """The file types kbkit reads, by extension: the names `[parsers] enabled` takes.
 
 Each maps to the media type of the text kbkit serves for it (a PDF is served as its extracted
-plain text, an office file as the Markdown it is converted to). kbkit/kb/parsers.py gives each
-one its extractor.
+plain text, an office file, an HTML page or a notebook as the Markdown it is converted to).
+kbkit/kb/parsers.py gives each one its extractor.
 """
 
 from __future__ import annotations
@@ -19,5 +19,8 @@ FILE_TYPES: dict[str, str] = {
     "odt": "text/markdown",
     "odp": "text/markdown",
     "ods": "text/markdown",
+    "html": "text/markdown",
+    "htm": "text/markdown",
+    "ipynb": "text/markdown",
 }
 """Every file type kbkit ships a parser for: extension (no dot, lower case) -> served media type."""

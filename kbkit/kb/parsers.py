@@ -454,6 +454,18 @@ def _watch_forms_left_out() -> None:
     logger.propagate = False
 
 
+def parse_html(data: bytes) -> ParsedText:
+    from kbkit.kb.formats.html import parse_html  # lxml is imported only when a page is met
+
+    return parse_html(data)
+
+
+def parse_notebook(data: bytes) -> ParsedText:
+    from kbkit.kb.formats.notebook import parse_notebook
+
+    return parse_notebook(data)
+
+
 EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
     "md": parse_markdown,
     "markdown": parse_markdown,
@@ -461,6 +473,9 @@ EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
     "rst": parse_rst,
     "pdf": parse_pdf,
     **OFFICE_EXTRACTORS,
+    "html": parse_html,
+    "htm": parse_html,
+    "ipynb": parse_notebook,
 }
 """How each file type of kbkit/catalog/filetypes.py becomes text (a missing one fails at import)."""
 
