@@ -47,6 +47,8 @@ PARSER_LIBRARIES: dict[str, tuple[tuple[str, str], ...]] = {
     "odt": (("lxml", "lxml"),),
     "odp": (("lxml", "lxml"),),
     "ods": (("lxml", "lxml"),),
+    "html": (("lxml", "lxml"),),
+    "htm": (("lxml", "lxml"),),
 }
 """File type -> the (module, distribution) pairs its parser imports when it meets such a file."""
 
