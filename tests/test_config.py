@@ -26,7 +26,20 @@ def test_defaults_index_docs_with_every_parser(project: Path) -> None:
     settings = load_settings(project)
     assert settings.kb_path == (project / "docs").resolve()
     assert settings.parsers == (
-        "md", "markdown", "txt", "rst", "pdf", "docx", "pptx", "xlsx", "odt", "odp", "ods", "html", "htm", "ipynb"
+        "md",
+        "markdown",
+        "txt",
+        "rst",
+        "pdf",
+        "docx",
+        "pptx",
+        "xlsx",
+        "odt",
+        "odp",
+        "ods",
+        "html",
+        "htm",
+        "ipynb",
     )
     assert settings.server_name == "kb"
     assert settings.server_tools == ("search", "get_document")

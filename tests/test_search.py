@@ -267,3 +267,35 @@ def test_a_hybrid_hit_points_at_its_best_vectors_passage_only_when_that_evidence
         assert search(kb.store, kb.registry, "release").results[0].offset == 0  # BM25 alone
     finally:
         kb.close()
+
+
+def test_a_member_the_query_names_keeps_its_passage_against_a_stronger_vector(tmp_path: Path) -> None:
+    """The dense evidence may move a hit to another passage, but not away from the member the
+    query names whole: `Gadget::Stop` stays the answer to a question naming Stop."""
+    filler = " ".join(["More remarks that repeat the same thing at some length."] * 100)
+    page = (
+        f"# Gadget Class\n\nA gadget.\n\n## Gadget::Start\n\nStarts the engine of the gadget. {filler}\n\n"
+        f"## Gadget::Stop\n\nStops the engine of the gadget and shuts its fuel valve. {filler}\n\n"
+        f"## Gadget::Reset\n\nResets its counters. {filler}\n"
+    )
+    pages = {
+        "gadget.md": page,
+        "engine.md": "# Engine notes\n\n"
+        + "Stop the gadget engine, shut the fuel valve, pull the choke. " * 8
+        + "\n",
+        **{f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i}.\n" for i in range(6)},
+    }
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", pages)))
+    try:
+        kb.scan()
+        start, stop = page.index("## Gadget::Start"), page.index("## Gadget::Stop")
+        dense = _FixedDense(kb, {"gadget.md": 0.8, "engine.md": 0.5}, at={"gadget.md": start + 20})
+
+        def offset(query: str) -> int:
+            hits = search(kb.store, kb.registry, query, dense=dense).results
+            return next(hit.offset for hit in hits if hit.path == "gadget.md")
+
+        assert offset("Gadget Stop engine fuel valve choke") == stop  # named: the lexical passage stays
+        assert offset("gadget engine") == start  # nothing named, weak lexical evidence: the vector's
+    finally:
+        kb.close()

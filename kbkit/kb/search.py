@@ -349,7 +349,12 @@ def search(
             missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
             best |= passages.best_in(conn, compiled.match, missing)
             if near:
-                best |= _dense_passages(conn, hits, best, near, top_passage)
+                named = {
+                    doc_id for doc_id, found in best.items() if names_member(found.section, compiled.stems)
+                }
+                best |= _dense_passages(
+                    conn, [hit for hit in hits if hit.doc_id not in named], best, near, top_passage
+                )
             snippets = _snippets(conn, hits, best, marker(compiled.terms))
     except SqliteError as exc:
         if deadline.expired:
@@ -565,9 +570,10 @@ def _dense_passages(
     top_passage: float,
 ) -> dict[int, passages.Best]:
     """doc_id -> the passage holding its best vector, for each hit whose dense evidence there
-    beats its lexical passage's (DENSE_PASSAGE_MARGIN): both on 0..1, the cosine min-max
-    normalised over the dense candidates, the BM25 score relative to the best passage's (0 for a
-    hit none of whose passages holds a query word)."""
+    beats its lexical passage's (DENSE_PASSAGE_MARGIN); the caller leaves out the hits whose
+    passage the query names (`names_member`): a name asked for outweighs a likeness. Both on 0..1,
+    the cosine min-max normalised over the dense candidates, the BM25 score relative to the best
+    passage's (0 for a hit none of whose passages holds a query word)."""
     shares = _normalised([(doc_id, cosine) for doc_id, cosine, _ in near])
     where = {doc_id: start for doc_id, _, start in near}
     chosen: dict[int, passages.Best] = {}
