@@ -302,8 +302,7 @@ def test_spreadsheets_repeated_empty_rows_and_a_workbooks_total_are_within_the_c
 
 
 def test_too_many_slides_are_refused_before_any_slide_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ooxml, "MAX_SLIDES", 4)
-    monkeypatch.setattr(odf, "MAX_SLIDES", 4)
+    monkeypatch.setattr(markdown, "MAX_SLIDES", 4)
     parse("pptx", sample_pptx(slides=1))
     deck = refused("pptx", sample_pptx(slides=2))
     assert deck.reason == "over-budget" and "has 5 slides, over the 4-slide budget" in str(deck)

@@ -26,6 +26,16 @@ TABLE_MAX_COLUMNS = 30
 """Columns of one table written; a line says how many were left out."""
 CELL_CHARS = 500
 """A table cell's text is cut to this many characters."""
+MAX_SLIDES = 2_000
+"""More slides than this: the deck is skipped before any slide is read (as PDF_MAX_PAGES)."""
+
+
+def check_slides(count: int, deck: str) -> None:
+    """Refuse a deck (`deck`: what the message calls it) of more than MAX_SLIDES slides, unread."""
+    if count > MAX_SLIDES:
+        raise DocumentRefused(
+            "over-budget", f"{deck} has {count:,} slides, over the {MAX_SLIDES:,}-slide budget"
+        )
 
 
 class MarkdownWriter:

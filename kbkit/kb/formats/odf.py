@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kbkit.errors import DocumentRefused
 from kbkit.kb.formats.archive import open_archive, parse_xml, read_member, refuse_dtds
-from kbkit.kb.formats.markdown import TABLE_MAX_COLUMNS, TABLE_MAX_ROWS, MarkdownWriter
+from kbkit.kb.formats.markdown import TABLE_MAX_COLUMNS, TABLE_MAX_ROWS, MarkdownWriter, check_slides
 from kbkit.kb.parsers import ParsedText
 
 if TYPE_CHECKING:
@@ -35,8 +35,6 @@ KINDS = {
     "ods": ("OpenDocument spreadsheet", "spreadsheet", "application/vnd.oasis.opendocument.spreadsheet"),
 }
 """Extension -> (what messages call it, the office:body child holding it, its mimetype member)."""
-MAX_SLIDES = 2_000
-"""More pages than this in a presentation: skipped before any is read (as PDF_MAX_PAGES)."""
 WORKBOOK_MAX_CELLS = 60_000
 """Cells written for a whole spreadsheet; past it, the remaining sheets are listed by name only."""
 NESTING = 16
@@ -198,11 +196,7 @@ def _repeat(element: etree._Element, attribute: str, most: int) -> int:
 
 def _presentation(body: etree._Element, writer: MarkdownWriter) -> str | None:
     pages = body.findall(_q("draw:page"))
-    if len(pages) > MAX_SLIDES:
-        raise DocumentRefused(
-            "over-budget",
-            f"the OpenDocument presentation has {len(pages):,} slides, over the {MAX_SLIDES:,}-slide budget",
-        )
+    check_slides(len(pages), "the OpenDocument presentation")
     first_title = None
     for number, page in enumerate(pages, start=1):
         writer.check()

@@ -17,15 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from kbkit.errors import DocumentRefused
 from kbkit.kb.formats.archive import open_archive, refuse_dtds, text_parts_only
-from kbkit.kb.formats.markdown import TABLE_MAX_COLUMNS, MarkdownWriter
+from kbkit.kb.formats.markdown import TABLE_MAX_COLUMNS, MarkdownWriter, check_slides
 from kbkit.kb.parsers import ParsedText
 
 if TYPE_CHECKING:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-MAX_SLIDES = 2_000
-"""More slides than this: the deck is skipped before any slide is read (as PDF_MAX_PAGES)."""
 WORKBOOK_MAX_CELLS = 60_000
 """Cells written for a whole workbook (each sheet has at most TABLE_MAX_ROWS x TABLE_MAX_COLUMNS):
 past it, the remaining sheets are listed by name only."""
@@ -181,11 +179,7 @@ def _pptx(data: bytes, writer: MarkdownWriter) -> str | None:
 
     deck = Presentation(io.BytesIO(data))
     slides = deck.slides
-    if len(slides) > MAX_SLIDES:
-        raise DocumentRefused(
-            "over-budget",
-            f"the PowerPoint deck has {len(slides):,} slides, over the {MAX_SLIDES:,}-slide budget",
-        )
+    check_slides(len(slides), "the PowerPoint deck")
     first_title = None
     for number, slide in enumerate(slides, start=1):
         writer.check()
