@@ -20,8 +20,8 @@ from kbkit.errors import DocumentRefused
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import FILE_SIZE_CAP
 from kbkit.kb.formats import html, notebook
+from kbkit.kb.formats.extractors import parse_html, parse_notebook
 from kbkit.kb.formats.fences import fence_for
-from kbkit.kb.parsers import parse_html, parse_notebook
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Rollout guide</title>
@@ -417,6 +417,28 @@ def test_pages_and_notebooks_are_searched_by_section_and_refusals_are_listed_one
     assert "4 skipped" in lines
     for path, reason in skipped.items():
         assert f"  skipped {path}: {reason}\n" in lines and "\n" not in reason
+
+
+def test_a_failure_the_converter_does_not_name_skips_that_file_and_not_the_scan(tmp_path: Path) -> None:
+    """A notebook holding a 5,000-digit number: json raises a plain ValueError (Python's limit on
+    digits), not a JSON error. The file is skipped in one line; the rest of the kb is indexed."""
+    digits = "1" + "0" * 5000
+    root = make_project(
+        tmp_path / "p",
+        {
+            "guide.html": PAGE,
+            "digits.ipynb": '{"cells": [], "metadata": {"n": '
+            + digits
+            + '}, "nbformat": 4, "nbformat_minor": 5}',
+        },
+    )
+    kb = open_kb(root)
+    try:
+        assert any(hit.path == "guide.html" for hit in kb.search("blue-green strategy").results)
+        skipped = dict(kb.store.skipped())
+    finally:
+        kb.close()
+    assert skipped["digits.ipynb"].startswith("the file could not be read (ValueError: Exceeds the limit")
 
 
 @pytest.mark.anyio

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn, TypedDict
 
 from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.errors import DocumentRefused
-from kbkit.kb.formats.office import OFFICE_EXTRACTORS
+from kbkit.kb.formats.extractors import CONVERTED_EXTRACTORS
 from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
 if TYPE_CHECKING:
@@ -454,28 +454,13 @@ def _watch_forms_left_out() -> None:
     logger.propagate = False
 
 
-def parse_html(data: bytes) -> ParsedText:
-    from kbkit.kb.formats.html import parse_html  # lxml is imported only when a page is met
-
-    return parse_html(data)
-
-
-def parse_notebook(data: bytes) -> ParsedText:
-    from kbkit.kb.formats.notebook import parse_notebook
-
-    return parse_notebook(data)
-
-
 EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
     "md": parse_markdown,
     "markdown": parse_markdown,
     "txt": parse_plain,
     "rst": parse_rst,
     "pdf": parse_pdf,
-    **OFFICE_EXTRACTORS,
-    "html": parse_html,
-    "htm": parse_html,
-    "ipynb": parse_notebook,
+    **CONVERTED_EXTRACTORS,
 }
 """How each file type of kbkit/catalog/filetypes.py becomes text (a missing one fails at import)."""
 

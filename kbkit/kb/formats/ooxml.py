@@ -55,7 +55,7 @@ def _converted(
     except DocumentRefused:
         raise
     except ImportError:
-        raise  # office.py says which library is missing
+        raise  # extractors.py says which library is missing
     except Exception as exc:  # the libraries raise many kinds on damaged parts; all mean "unreadable"
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         raise DocumentRefused("unparsable", f"the {kind} could not be read ({reason})") from None

@@ -1,5 +1,7 @@
-"""The office formats' extractors, each importing its converter (and the library behind it) only
-when a file of that type is met: python-docx, python-pptx, openpyxl and lxml are slow to import."""
+"""The extractors of every converted format (office files, HTML pages, notebooks), each importing
+its converter (and the library behind it) only when a file of that type is met: python-docx,
+python-pptx, openpyxl and lxml are slow to import. Each runs through `_run`, so a failure its
+converter does not name skips that one file and never stops a scan."""
 
 from __future__ import annotations
 
@@ -74,12 +76,27 @@ def parse_ods(data: bytes) -> ParsedText:
     return _run(lambda: odf.parse_odf(data, "ods"))
 
 
-OFFICE_EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
+def parse_html(data: bytes) -> ParsedText:
+    from kbkit.kb.formats import html
+
+    return _run(lambda: html.parse_html(data))
+
+
+def parse_notebook(data: bytes) -> ParsedText:
+    from kbkit.kb.formats import notebook
+
+    return _run(lambda: notebook.parse_notebook(data))
+
+
+CONVERTED_EXTRACTORS: dict[str, Callable[[bytes], ParsedText]] = {
     "docx": parse_docx,
     "pptx": parse_pptx,
     "xlsx": parse_xlsx,
     "odt": parse_odt,
     "odp": parse_odp,
     "ods": parse_ods,
+    "html": parse_html,
+    "htm": parse_html,
+    "ipynb": parse_notebook,
 }
 """Extension -> extractor, merged into kbkit/kb/parsers.py's EXTRACTORS."""
