@@ -24,3 +24,17 @@ FILE_TYPES: dict[str, str] = {
     "ipynb": "text/markdown",
 }
 """Every file type kbkit ships a parser for: extension (no dot, lower case) -> served media type."""
+
+LIBRARIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "pdf": (("pypdf", "pypdf"),),
+    "docx": (("docx", "python-docx"), ("lxml", "lxml")),
+    "pptx": (("pptx", "python-pptx"), ("lxml", "lxml")),
+    "xlsx": (("openpyxl", "openpyxl"), ("defusedxml", "defusedxml")),
+    "odt": (("lxml", "lxml"),),
+    "odp": (("lxml", "lxml"),),
+    "ods": (("lxml", "lxml"),),
+    "html": (("lxml", "lxml"),),
+    "htm": (("lxml", "lxml"),),
+}
+"""File type -> the (import name, distribution) pairs its parser imports when it meets such a
+file: what `kbkit doctor` checks, and what a `parser-missing` refusal tells the user to install."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+from kbkit.catalog.filetypes import LIBRARIES
 from kbkit.diagnostics.base import Context, Finding, ok
 
 
@@ -39,20 +40,6 @@ def check_search(ctx: Context) -> list[Finding]:
     return [Finding("search", "warn", finding, fix)]
 
 
-PARSER_LIBRARIES: dict[str, tuple[tuple[str, str], ...]] = {
-    "pdf": (("pypdf", "pypdf"),),
-    "docx": (("docx", "python-docx"), ("lxml", "lxml")),
-    "pptx": (("pptx", "python-pptx"), ("lxml", "lxml")),
-    "xlsx": (("openpyxl", "openpyxl"), ("defusedxml", "defusedxml")),
-    "odt": (("lxml", "lxml"),),
-    "odp": (("lxml", "lxml"),),
-    "ods": (("lxml", "lxml"),),
-    "html": (("lxml", "lxml"),),
-    "htm": (("lxml", "lxml"),),
-}
-"""File type -> the (module, distribution) pairs its parser imports when it meets such a file."""
-
-
 def check_parsers(ctx: Context) -> list[Finding]:
     if ctx.settings is None:
         return []
@@ -60,9 +47,7 @@ def check_parsers(ctx: Context) -> list[Finding]:
     missing: dict[str, None] = {}
     for name in ctx.settings.parsers:
         absent = [
-            dist
-            for module, dist in PARSER_LIBRARIES.get(name, ())
-            if importlib.util.find_spec(module) is None
+            dist for module, dist in LIBRARIES.get(name, ()) if importlib.util.find_spec(module) is None
         ]
         if absent:
             types.append(name)

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from kbkit.catalog.filetypes import LIBRARIES
 from kbkit.errors import DocumentRefused
 
 if TYPE_CHECKING:
     from kbkit.kb.parsers import ParsedText
 
-DISTRIBUTIONS = {"docx": "python-docx", "pptx": "python-pptx"}
-"""Import names that differ from the name pip installs."""
+DISTRIBUTIONS = {module: dist for pairs in LIBRARIES.values() for module, dist in pairs}
+"""Import name -> the name pip installs (python-docx for `docx`)."""
 
 
 def _run(convert: Callable[[], ParsedText]) -> ParsedText:
