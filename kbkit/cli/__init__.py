@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from kbkit import __version__
-from kbkit.cli import connect, doctor, index, init, search, serve, skills, sync, token, trust
+from kbkit.cli import connect, doctor, index, init, run, search, serve, skills, sync, token, trust
 from kbkit.cli.boundary import KbkitGroup
 
 app = typer.Typer(
@@ -30,6 +30,7 @@ for command in (
     serve.serve,
     sync.sync,
     connect.connect,
+    run.run,
     doctor.doctor,
     trust.trust,
 ):
