@@ -49,6 +49,8 @@ class Launch:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     sources: Mapping[str, str] = field(default_factory=dict)
     """Each variable named -> where its value came from ("the environment" or ".env.local")."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The values substituted: cut out of anything said about this server."""
 
     def describe(self) -> str:
         """The stderr line: the server, how it is started, and which variables are set (names only)."""
@@ -81,15 +83,16 @@ def resolve(settings: Settings, name: str, environ: Mapping[str, str] | None = N
         for var in server.variables
         if values.get(var)
     }
+    secrets = tuple(values[var] for var in sources)
     try:
         if server.remote:
             url = substitute(server.url, values)
             headers = substitute_all(server.headers, values)
-            return Launch(name, url=url, headers=headers, sources=sources)
+            return Launch(name, url=url, headers=headers, sources=sources, secrets=secrets)
         argv = tuple(substitute(part, values) for part in server.command)
         env = {var: environ[var] for var in BASE_VARIABLES if var in environ}
         env.update(substitute_all(server.env, values))
-        return Launch(name, argv=argv, env=env, cwd=settings.root, sources=sources)
+        return Launch(name, argv=argv, env=env, cwd=settings.root, sources=sources, secrets=secrets)
     except Unset as exc:
         names = ", ".join(exc.names)
         lines = " and ".join(f"{var}=..." for var in exc.names)
