@@ -79,10 +79,10 @@ def run_sync(root: Path, **options):
     return sync(load_settings(root), **options)
 
 
-def read_entry(root: Path, client: str):
+def read_entry(root: Path, client: str, server: str = "kb", *, path: str | None = None):
     spec = CLIENTS[client]
-    text = (root / spec.path).read_text()
+    text = (root / (path or spec.path)).read_text()
     data = tomllib.loads(text) if spec.format == "toml" else jsonc.loads(text)
-    for key in (*spec.root_key, "kb"):
+    for key in (*spec.root_key, server):
         data = data[key]
     return data
