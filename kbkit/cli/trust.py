@@ -8,14 +8,19 @@ from kbkit.cli.common import RootOption
 
 
 def trust(root: RootOption = None) -> None:
-    """Allow this project's [memory] command from kbkit.toml to run on this machine (review it first)."""
+    """Allow this project's [memory] command and team servers from kbkit.toml to run here (review first)."""
     from kbkit.config import load_settings
-    from kbkit.config.trust import command_trust, trust_command, trust_path
+    from kbkit.config.trust import command_trust, trust_command, trust_path, trust_servers
 
     settings = load_settings(root)
+    for name, state in trust_servers(settings).items():  # the team servers kbkit starts
+        if state.tracked:
+            verb = "already trusted" if state.trusted else "trusted"
+            typer.echo(f"{verb}: [servers.{name}] `{' '.join(state.command)}` for {settings.root}")
     before = command_trust(settings)
     if before is None:
-        typer.echo("nothing to trust: kbkit.toml has no [memory] command")
+        if not settings.servers:
+            typer.echo("nothing to trust: kbkit.toml has no [memory] command")
         return
     shown = " ".join(before.command)
     if not before.tracked:

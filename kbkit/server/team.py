@@ -121,9 +121,20 @@ def executable(launch: Launch) -> str:
     )
 
 
+def allowed(settings: Settings, name: str) -> None:
+    """ConfigError unless the server may run: from kbkit.local.toml, or allowed by `kbkit trust`."""
+    from kbkit.config.trust import server_trust
+
+    team_server(settings, name)
+    state = server_trust(settings, name)
+    if not state.allowed:
+        raise ConfigError(state.waiting(), fix="then restart the agent")
+
+
 def run(settings: Settings, name: str, report: Report) -> ExitCode:
     """The `kbkit run` process. A stdio server replaces this process and never returns; a remote
     one is relayed until stdin closes. Problems before the start raise (one line, an exit code)."""
+    allowed(settings, name)
     launch = resolve(settings, name)
     if launch.url:
         from kbkit.server.relay import Token

@@ -172,7 +172,9 @@ def sync(
         fmt = preapprove.recorded_format(previous)
         _retract_grant(owner, previous, file_for(previous.path, fmt), force, report, new_owned)
 
-    report.notes = _direct_http_notes(source, selected) + _sign_in_notes(source, selected)
+    report.notes = (
+        _direct_http_notes(source, selected) + _sign_in_notes(source, selected) + _trust_notes(settings)
+    )
     if only is None:
         claimed = set(placed)
         for name, previous in owned.items():
@@ -436,6 +438,19 @@ def _sign_in_notes(source: EntrySource, selected: list[str]) -> list[str]:
                 "(a personal token: `kbkit token create NAME` where the server runs)"
             )
     return lines
+
+
+def _trust_notes(settings: Settings) -> list[str]:
+    """Team servers from kbkit.toml that kbkit will not start on this machine until allowed."""
+    from kbkit.config.trust import TRUST_COMMAND, server_trust
+
+    waiting = [name for name in settings.servers if not server_trust(settings, name).allowed]
+    if not waiting:
+        return []
+    return [
+        f"team servers {', '.join(waiting)} come from {CONFIG_FILE}: kbkit starts them once you allow them "
+        f"here; review [servers] in {CONFIG_FILE}, then run `{TRUST_COMMAND}`"
+    ]
 
 
 def _selected(settings: Settings, only: list[str] | None) -> list[str]:

@@ -8,17 +8,27 @@ from pathlib import Path
 
 import pytest
 
+from kbkit.config import load_settings
+from kbkit.config.trust import trust_servers
 from kbkit.diagnostics import run_checks
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process
 from tests.helpers.team import REMOTE_KEY, STDIO_KEY, remote_server, stdio_server, team_http
 
 
-def project(tmp_path: Path, servers: str) -> Path:
+@pytest.fixture(autouse=True)
+def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's state folder, where `kbkit trust` records the servers allowed."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def project(tmp_path: Path, servers: str, *, trusted: bool = True) -> Path:
     root = make_project(tmp_path / "p", files={}, config=f'[kb]\npath = "docs"\n{servers}')
-    (root / ".env.local").write_text(
-        f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n", encoding="utf-8"
-    )
+    keys = f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n"
+    (root / ".env.local").write_text(keys, encoding="utf-8")
+    if trusted:
+        trust_servers(load_settings(root))
     return root
 
 
@@ -73,3 +83,11 @@ def test_doctor_exits_1_and_prints_the_fix_for_a_broken_server(tmp_path: Path) -
     assert done.returncode == 1
     assert "FAIL  servers: gone: command not found" in done.stdout
     assert "ok    servers: tracker: started" in done.stdout
+
+
+def test_an_untrusted_server_is_a_warning_and_is_never_started(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    root = project(tmp_path, f'[servers.x]\ncommand = ["touch", "{marker}"]\n', trusted=False)
+    status, text, fix = findings(root)["x"]
+    assert status == "warn" and "not trusted on this machine yet" in text and "kbkit trust" in fix
+    assert not marker.exists()  # and the fast tier's guard would have failed a process start

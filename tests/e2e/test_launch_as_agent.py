@@ -36,7 +36,7 @@ from tests.helpers.http import INITIALIZE, TEST_TOKEN, HttpServer
 from tests.helpers.launch import initialize_and_search
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_command
-from tests.helpers.team import REMOTE_KEY, STDIO_KEY, stdio_server, team_http
+from tests.helpers.team import REMOTE_KEY, STDIO_KEY, stdio_server, team_http, trust_for
 from tests.helpers.team import remote_server as remote_team_server
 
 AGENT_PATH = "/usr/bin:/bin"
@@ -453,6 +453,7 @@ async def test_every_client_s_team_server_entries_work_as_launched_with_keys_onl
             f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n", encoding="utf-8"
         )
         sync_project(root)
+        trust_for(root, agent_home)
         agent_env = agent_environment(agent_home)
         grid: dict[str, dict[str, Result]] = {}
         for server, check in TEAM_CHECKS.items():

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.helpers.serve import kbkit_in_process
 from tests.helpers.wait import wait_until
 
 PEERS = Path(__file__).resolve().parents[1] / "peers"
@@ -46,3 +47,10 @@ def team_http(folder: Path, key: str = REMOTE_KEY) -> Iterator[str]:
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def trust_for(root: Path, home: Path) -> None:
+    """`kbkit trust` as the user whose HOME is `home` (where the agent's kbkit run looks)."""
+    state = home / ".local" / "state"
+    done = kbkit_in_process("trust", "--root", str(root), env={"XDG_STATE_HOME": str(state)})
+    assert done.returncode == 0, done.stderr

@@ -19,7 +19,7 @@ from mcp.client.stdio import stdio_client
 
 from kbkit.server.team import BASE_VARIABLES
 from tests.helpers.project import make_project
-from tests.helpers.team import REMOTE_KEY, STDIO_KEY, remote_server, stdio_server, team_http
+from tests.helpers.team import REMOTE_KEY, STDIO_KEY, remote_server, stdio_server, team_http, trust_for
 from tests.peers.launch import forked_kbkit
 
 pytestmark = [pytest.mark.processes]
@@ -27,10 +27,13 @@ AGENT_ENV = {"PATH": "/usr/bin:/bin"}
 """An agent's environment: its own PATH and HOME (set per test), none of our variables."""
 
 
-def team_project(tmp_path: Path, servers: str, env_local: str | None = None) -> Path:
+def team_project(tmp_path: Path, servers: str, env_local: str | None = None, *, trusted: bool = True) -> Path:
+    """A project declaring `servers` in kbkit.toml, allowed by `kbkit trust` unless `trusted` is False."""
     root = make_project(tmp_path / "p", files={}, config=f'[kb]\npath = "docs"\n{servers}')
     text = env_local if env_local is not None else f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n"
     (root / ".env.local").write_text(text, encoding="utf-8")
+    if trusted:
+        trust_for(root, tmp_path / "home")
     return root
 
 
@@ -159,10 +162,35 @@ def test_the_launcher_starts_the_server_in_the_project_folder(tmp_path: Path) ->
 def test_no_file_under_home_or_the_project_holds_a_key_after_runs(tmp_path: Path) -> None:
     root = team_project(tmp_path, stdio_server())
     env = agent_env(tmp_path)
-    (tmp_path / "home").mkdir()
     anyio.run(call_through, root, "tracker", env, "key_check", tmp_path / "log")
     for base in (root, tmp_path / "home"):
         for path in base.rglob("*"):
             if path.is_file() and path.name != ".env.local":
                 assert STDIO_KEY.encode() not in path.read_bytes(), path
     assert os.environ.get("TRACKER_TOKEN") is None
+
+
+def test_a_server_from_kbkit_toml_never_starts_before_kbkit_trust_nor_after_it_changes(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "started"
+    command = f'["{sys.executable}", "-c", "open({str(marker)!r}, \'w\')"]'
+    root = team_project(tmp_path, f"[servers.tracker]\ncommand = {command}\n", trusted=False)
+    done = run(root, "tracker", agent_env(tmp_path))
+    assert done.returncode == 2 and "not trusted on this machine yet" in done.stderr.decode()
+    assert "kbkit trust" in done.stderr.decode() and not marker.exists()
+    trust_for(root, tmp_path / "home")
+    assert run(root, "tracker", agent_env(tmp_path)).returncode == 0 and marker.exists()
+    marker.unlink()
+    config = (root / "kbkit.toml").read_text()
+    (root / "kbkit.toml").write_text(config + 'env = { NODE_OPTIONS = "--require=/tmp/evil.js" }\n')
+    done = run(root, "tracker", agent_env(tmp_path))
+    assert done.returncode == 2 and "changed since you trusted it" in done.stderr.decode()
+    assert not marker.exists()
+
+
+def test_a_server_from_kbkit_local_toml_is_the_user_s_own_and_needs_no_trust(tmp_path: Path) -> None:
+    root = team_project(tmp_path, "", trusted=False)
+    servers = f'[servers.seven]\ncommand = ["{sys.executable}", "-c", "import sys; sys.exit(7)"]\n'
+    (root / "kbkit.local.toml").write_text(servers, encoding="utf-8")
+    assert run(root, "seven", agent_env(tmp_path)).returncode == 7
