@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from kbkit.config import ENV_FILE, Settings
-from kbkit.diagnostics.base import Context, Finding
+from kbkit.diagnostics.base import Context, Finding, ok
 
 if TYPE_CHECKING:
     from kbkit.server.team import Launch
@@ -25,8 +25,10 @@ DOCTOR_BOUND = 20
 
 
 def check_servers(ctx: Context) -> list[Finding]:
-    if ctx.settings is None or not ctx.settings.servers:
+    if ctx.settings is None:
         return []
+    if not ctx.settings.servers:
+        return ok(CHECK, "none declared (team servers are optional: [servers.<name>] in kbkit.toml)")
     import logging
 
     import anyio
