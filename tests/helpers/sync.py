@@ -6,11 +6,12 @@ from __future__ import annotations
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from kbkit.catalog.clients import CLIENTS
 from kbkit.config import load_settings
 from kbkit.sync import jsonc
-from kbkit.sync.planner import sync
+from kbkit.sync.planner import SyncReport, sync
 from tests.helpers.project import make_project
 
 ALL = list(CLIENTS)
@@ -75,11 +76,13 @@ def git_repo(tmp_path: Path, clients: list[str] = ALL, extra: str = "") -> Path:
     return root
 
 
-def run_sync(root: Path, **options):
+def run_sync(root: Path, **options: Any) -> SyncReport:
     return sync(load_settings(root), **options)
 
 
-def read_entry(root: Path, client: str, server: str = "kb", *, path: str | None = None):
+def read_entry(root: Path, client: str, server: str = "kb", *, path: str | None = None) -> Any:
+    """A server's entry (kb's by default) as the client's file holds it, parsed with that format's
+    parser; `path`: the file, when not the client's own (Continue's file per server)."""
     spec = CLIENTS[client]
     text = (root / (path or spec.path)).read_text()
     data = tomllib.loads(text) if spec.format == "toml" else jsonc.loads(text)
