@@ -2,9 +2,9 @@
 (standard library only). It checks the bearer: only `Authorization: Bearer <key>` whose SHA-256
 is the one given is answered; anything else is HTTP 401. JSON replies, no sessions.
 
-    python team_http.py PORT_FILE EXPECTED_SHA256
+    python team_http.py PORT_FILE EXPECTED_SHA256 [PORT]
 
-It binds 127.0.0.1 on a free port and writes the port to PORT_FILE once it listens.
+It binds 127.0.0.1 on PORT (default: a free one) and writes the port to PORT_FILE once it listens.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> int:
     port_file, Handler.expected = Path(sys.argv[1]), sys.argv[2]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     tmp = port_file.with_suffix(".tmp")
     tmp.write_text(str(server.server_address[1]))
     tmp.replace(port_file)
