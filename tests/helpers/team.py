@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.helpers.serve import kbkit_in_process
+from kbkit.config import load_settings
+from kbkit.config.trust import trust_servers
 from tests.helpers.wait import wait_until
 
 PEERS = Path(__file__).resolve().parents[1] / "peers"
@@ -50,7 +51,5 @@ def team_http(folder: Path, key: str = REMOTE_KEY) -> Iterator[str]:
 
 
 def trust_for(root: Path, home: Path) -> None:
-    """`kbkit trust` as the user whose HOME is `home` (where the agent's kbkit run looks)."""
-    state = home / ".local" / "state"
-    done = kbkit_in_process("trust", "--root", str(root), env={"XDG_STATE_HOME": str(state)})
-    assert done.returncode == 0, done.stderr
+    """What `kbkit trust` records, for the user whose HOME is `home` (where an agent's kbkit run looks)."""
+    trust_servers(load_settings(root), {"HOME": str(home)})
