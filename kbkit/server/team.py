@@ -84,6 +84,15 @@ def resolve(settings: Settings, name: str, environ: Mapping[str, str] | None = N
         if values.get(var)
     }
     secrets = tuple(values[var] for var in sources)
+    in_line = _in_line(server)
+    for var in sources:  # a value a header, an argument or a variable cannot carry as it is
+        forbidden = "\0\r\n" if var in in_line else "\0"  # a variable may hold lines (a PEM key)
+        if any(ch in values[var] for ch in forbidden):
+            raise ConfigError(
+                f"team server {name!r}: the value of {var} holds a line break or a NUL byte, which "
+                "cannot be sent as it is",
+                fix=f"put {var} on one line in {ENV_FILE} (or in the environment)",
+            )
     try:
         if server.remote:
             url = substitute(server.url, values)
@@ -101,6 +110,13 @@ def resolve(settings: Settings, name: str, environ: Mapping[str, str] | None = N
             f"{settings.root / ENV_FILE}",
             fix=f"add {lines} to {ENV_FILE} (never to kbkit.toml), then restart the agent",
         ) from None
+
+
+def _in_line(server: TeamServer) -> set[str]:
+    """The variables used in the command line, the URL or a header: one line each, no NUL."""
+    from kbkit.config.variables import all_references
+
+    return set(all_references([*server.command, server.url, *server.headers.values()]))
 
 
 def executable(launch: Launch) -> str:

@@ -143,3 +143,15 @@ def test_an_unset_variable_is_one_line_naming_it_and_where_to_put_it(tmp_path: P
     assert "WIKI_TOKEN" in str(caught.value) and ".env.local" in str(caught.value)
     with pytest.raises(ConfigError, match="no team server named 'wik'"):
         resolve(load_settings(root), "wik", {})
+
+
+def test_a_value_from_env_local_that_cannot_be_sent_is_refused_by_name(tmp_path: Path) -> None:
+    root = project(tmp_path, STDIO + REMOTE)
+    (root / ".env.local").write_text('WIKI_TOKEN="two\nlines"\nTRACKER_TOKEN="-----BEGIN KEY-----\nabc"\n')
+    with pytest.raises(ConfigError) as caught:
+        resolve(load_settings(root), "wiki", {"PATH": "/usr/bin"})
+    assert "WIKI_TOKEN holds a line break" in str(caught.value) and "two" not in str(caught.value)
+    launch = resolve(load_settings(root), "tracker", {"PATH": "/usr/bin"})  # a variable may hold lines
+    assert launch.env["TEAM_KEY"].count("\n") == 1
+    with pytest.raises(ConfigError, match="TRACKER_TOKEN holds a line break or a NUL"):
+        resolve(load_settings(root), "tracker", {"PATH": "/usr/bin", "TRACKER_TOKEN": "nul\0byte"})
