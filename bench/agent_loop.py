@@ -193,6 +193,27 @@ class Chunks:
         return answer
 
 
+def pointing(
+    kb: KnowledgeBase, questions: list[Question], answers: list[list[tuple[int, int]]]
+) -> dict[str, float]:
+    """Where search (BM25, agent defaults) puts the right page, and whether a read from that page's
+    hit, wherever it ranks, would hold the answer: which passage a hit points at, apart from which
+    page comes first."""
+    listed, holds = [], []
+    for question, spans in zip(questions, answers, strict=True):
+        result = kb_search.search(kb.store, kb.registry, question.question)
+        hit = next((hit for hit in result.results if hit.path == question.path), None)
+        listed.append(hit is not None)
+        if hit is not None:
+            doc = kb.load(hit.path, offset=hit.offset, max_tokens=DEFAULT_MAX_TOKENS)
+            end = hit.offset + len(doc.text)
+            holds.append(any(hit.offset <= a and b <= end for a, b in spans))
+    return {
+        "right page listed": statistics.fmean(listed),
+        "hit holds answer": statistics.fmean(holds) if holds else 0.0,
+    }
+
+
 def run(
     answerer: Answerer, questions: list[Question], answers: list[list[tuple[int, int]]]
 ) -> dict[str, float]:
@@ -215,6 +236,7 @@ def run(
 
 
 Results = dict[str, dict[str, float]]
+POINTING = "right page's hit (BM25, anywhere in the top 10)"
 SECTIONS_WAY = "kbkit sections (search, then get_document from the hit's offset)"
 
 
@@ -224,7 +246,10 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
     broken = [q.question for q, spans in zip(questions, answers, strict=True) if not spans]
     if broken:
         raise SystemExit(f"no answer section or evidence found for: {broken}")
-    results = {SECTIONS_WAY: run(sections_answerer(kb), questions, answers)}
+    results = {
+        SECTIONS_WAY: run(sections_answerer(kb), questions, answers),
+        POINTING: pointing(kb, questions, answers),
+    }
     if hybrid:
         for name, margin, share in (
             ("kbkit sections + vectors (hybrid, as shipped)", None, None),
@@ -253,6 +278,8 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
 def print_results(results: Results) -> None:
     rows = []
     for name, numbers in results.items():
+        if name == POINTING:
+            continue
         rows.append(
             [
                 name,
@@ -266,6 +293,11 @@ def print_results(results: Results) -> None:
         )
     headers = ["way", "answer read", "top page right", "tokens read p50", "p90", "max", "search reply p50"]
     print_table(headers, rows)
+    hits = results[POINTING]
+    print(
+        f"\nthe right page is in the top 10 for {hits['right page listed']:.2f} of the questions; "
+        f"a read from its hit holds the answer for {hits['hit holds answer']:.2f} of those"
+    )
 
 
 def print_side_by_side(by_set: dict[str, Results]) -> None:
@@ -276,11 +308,21 @@ def print_side_by_side(by_set: dict[str, Results]) -> None:
         headers += [f"{metric} ({name})" for name in names]
     rows = []
     for way in next(iter(by_set.values())):
+        if way == POINTING:
+            continue
         row = [way]
         for key, fmt in (("answered", "{:.2f}"), ("right page", "{:.2f}"), ("p50", "{:,.0f}")):
             row += [fmt.format(by_set[name][way][key]) for name in names]
         rows.append(row)
     print_table(headers, rows, "Side by side")
+    print_table(
+        ["set", "right page in the top 10", "a read from its hit holds the answer"],
+        [
+            [name, f"{hits['right page listed']:.2f}", f"{hits['hit holds answer']:.2f}"]
+            for name, hits in ((name, results[POINTING]) for name, results in by_set.items())
+        ],
+        POINTING,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

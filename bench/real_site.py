@@ -21,7 +21,7 @@ templates (`docs/en/overrides/**.html`) and the site's data files. Searched thro
 Nothing is downloaded: `--site DIR` names a folder holding FastAPI's `docs/` (a clone of
 https://github.com/fastapi/fastapi); without it, `docs/` is taken from the git repository at
 `--git DIR` (default: a local mirror, when present). `--json OUT` saves the figures and every
-question's top 10; `--compare OLD.json` prints them beside an earlier run's (before/after).
+question's top 10 paths; `--compare OLD.json` prints them beside an earlier run's (before/after).
 
     .venv/bin/python -m bench.real_site [--site DIR | --git DIR] [--json OUT] [--compare OLD.json]
 """
@@ -40,7 +40,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -249,7 +249,7 @@ def print_report(figures: dict[str, Any], before: dict[str, Any] | None) -> None
     print(
         f"FastAPI docs at {figures['site commit'][:12]}: {figures['documents']} documents indexed in "
         f"{figures['index seconds']:.1f} s; search p50 {figures['search p50 ms']:.1f} ms; "
-        f"kbkit {figures['kbkit commit'][:12]}"
+        f"kbkit/ as of {figures['kbkit commit'][:12]}"
     )
     if before:
         print(f"compared with {before['kbkit commit'][:12]} ({before['date']}): before -> now")
@@ -313,6 +313,17 @@ def print_report(figures: dict[str, Any], before: dict[str, Any] | None) -> None
     listed = ", ".join(templates) or "-"
     hygiene_rows.append(["theme templates indexed as pages", f"{len(templates)}: {listed}"])
     print_table(["what", "count"], hygiene_rows, "Hygiene (index, kb://topic listings, and the hits above)")
+    if before:
+        then_rank = {(item["lang"], item["question"]): item["rank"] for item in before.get("questions", [])}
+        print("\nQuestions whose answer moved: question (lang): rank before -> now (-: not in the top 10)")
+        for item in figures["questions"]:
+            lang, question = item["lang"], item["question"]
+            if (lang, question) in then_rank and then_rank[lang, question] != item["rank"]:
+                print(f"- {question} ({lang}): {then_rank[lang, question] or '-'} -> {item['rank'] or '-'}")
+    print(f"\nQuestions with {RELEASE_NOTES} in the top {DEPTH}: question (lang): its rank")
+    for item in figures["questions"]:
+        if RELEASE_NOTES in item["ranked"]:
+            print(f"- {item['question']} ({item['lang']}): {item['ranked'].index(RELEASE_NOTES) + 1}")
     print("\nMisses (no answer in the top 5): question (lang) -> top 3")
     for item in figures["questions"]:
         rank = item["rank"]
@@ -330,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         "--git", type=Path, default=DEFAULT_GIT, help="a FastAPI git repository to take docs/ from"
     )
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the questions file")
-    parser.add_argument("--json", type=Path, help="save the figures and every question's top 10 here")
+    parser.add_argument("--json", type=Path, help="save the figures and every question's top 10 paths here")
     parser.add_argument("--compare", type=Path, help="an earlier run's --json file: print before -> now")
     args = parser.parse_args(argv)
     before = json.loads(args.compare.read_text(encoding="utf-8")) if args.compare else None
@@ -348,7 +359,9 @@ def main(argv: list[str] | None = None) -> int:
             search_p50 = ask(kb, asked)
             figures: dict[str, Any] = {
                 "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-                "kbkit commit": _commit(["git", "-C", str(PROJECT_ROOT), "rev-parse", "HEAD"]),
+                "kbkit commit": _commit(  # the last change to the code measured
+                    ["git", "-C", str(PROJECT_ROOT), "log", "-1", "--format=%H", "--", "kbkit"]
+                ),
                 "site commit": site_commit,
                 "documents": report.documents,
                 "index seconds": index_seconds,
@@ -360,7 +373,17 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             kb.close()
     figures["machine"] = machine.note()
-    figures["questions"] = [asdict(item) | {"rank": item.rank()} for item in asked]
+    figures["questions"] = [
+        {
+            "lang": item.lang,
+            "question": item.question,
+            "answers": item.answers,
+            "rank": item.rank(),
+            "ranked": item.ranked,
+            "folded": item.folded,
+        }
+        for item in asked
+    ]
     print_report(figures, before)
     if args.json:
         args.json.write_text(json.dumps(figures, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
