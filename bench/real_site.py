@@ -12,10 +12,10 @@ templates (`docs/en/overrides/**.html`) and the site's data files. Searched thro
   how many of the top 5 are translations of a page already above them (same path under another
   `docs/<lang>/docs/`) and how many questions have the release notes in the top 5; the distinct
   pages in the top 5.
-- **Hygiene**: titles, section paths and kb://topic listing entries that carry an MkDocs heading
-  attribute (`{ #id }`); snippets holding `****` (bold markup around a match) or a match marked
-  inside a heading attribute; whether the theme's Jinja templates (`overrides/*.html`) are indexed as
-  pages.
+- **Hygiene**: titles, section paths and kb://topic listing entries (every folder's listing) that
+  carry an MkDocs heading attribute (`{ #id }`); snippets holding `****` (bold markup around a
+  match) or a match marked inside a heading attribute; whether the theme's Jinja templates
+  (`overrides/*.html`) are indexed as pages.
 - **The release notes**: where `en/docs/release-notes.md` ranks for each question.
 
 Nothing is downloaded: `--site DIR` names a folder holding FastAPI's `docs/` (a clone of
