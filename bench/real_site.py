@@ -20,7 +20,7 @@ templates (`docs/en/overrides/**.html`) and the site's data files. Searched thro
 
 Nothing is downloaded: `--site DIR` names a folder holding FastAPI's `docs/` (a clone of
 https://github.com/fastapi/fastapi); without it, `docs/` is taken from the git repository at
-`--git DIR` (default: a local mirror, when present). `--json OUT` saves the figures and every
+`--git DIR` (default: `$FASTAPI_GIT_DIR`). `--json OUT` saves the figures and every
 question's top 10 paths; `--compare OLD.json` prints them beside an earlier run's (before/after).
 
     .venv/bin/python -m bench.real_site [--site DIR | --git DIR] [--json OUT] [--compare OLD.json]
@@ -32,6 +32,7 @@ import argparse
 import datetime
 import io
 import json
+import os
 import re
 import shutil
 import statistics
@@ -52,8 +53,8 @@ from kbkit.kb.uris import TOPIC_PREFIX
 from kbkit.server.resources import read_resource
 
 QUESTIONS = Path(__file__).resolve().parent / "data" / "fastapi_questions.json"
-DEFAULT_GIT = Path("/work/.mirror/fastapi+fastapi/repo")
-"""Where a mirror of FastAPI's repository is kept on the reference machine."""
+DEFAULT_GIT = os.environ.get("FASTAPI_GIT_DIR")
+"""A FastAPI git repository to take docs/ from when neither --site nor --git is given."""
 KB_FOLDER = "docs"
 LANGUAGES = ("en", "ja", "zh", "ko", "es", "ru")
 RELEASE_NOTES = "en/docs/release-notes.md"
@@ -125,7 +126,7 @@ def load_questions(path: Path, docs: Path) -> list[Asked]:
     return asked
 
 
-def site_docs(site: Path | None, git: Path, dest: Path) -> tuple[Path, str]:
+def site_docs(site: Path | None, git: Path | None, dest: Path) -> tuple[Path, str]:
     """Copy FastAPI's `docs/` into `dest/docs`, from `site` or from the git repository `git`; the
     commit it came from ("unknown" when not a git checkout)."""
     target = dest / KB_FOLDER
@@ -135,7 +136,7 @@ def site_docs(site: Path | None, git: Path, dest: Path) -> tuple[Path, str]:
             raise SystemExit(f"{source} is not FastAPI's docs folder (no en/docs in it); pass --site CLONE")
         shutil.copytree(source, target)
         return target, _commit(["git", "-C", str(source), "rev-parse", "HEAD"])
-    if not git.exists():
+    if git is None or not git.exists():
         raise SystemExit(
             f"FastAPI's docs not found: no repository at {git}. Clone https://github.com/fastapi/fastapi "
             "and pass --site CLONE (the folder holding docs/), or --git CLONE/.git"
@@ -338,7 +339,8 @@ def main(argv: list[str] | None = None) -> int:
         "--site", type=Path, help="a folder holding FastAPI's docs/ (a clone of fastapi/fastapi)"
     )
     parser.add_argument(
-        "--git", type=Path, default=DEFAULT_GIT, help="a FastAPI git repository to take docs/ from"
+        "--git", type=Path, default=Path(DEFAULT_GIT) if DEFAULT_GIT else None,
+        help="a FastAPI git repository to take docs/ from (default: $FASTAPI_GIT_DIR)"
     )
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the questions file")
     parser.add_argument("--json", type=Path, help="save the figures and every question's top 10 paths here")
