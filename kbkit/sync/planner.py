@@ -208,7 +208,7 @@ def sync(
         for path, f in changed.items()
     }
 
-    report.caveats = caveats(settings, selected, source, tools)
+    report.caveats = caveats(settings, selected, source, tools) + _team_caveats(team)
     outputs = list(
         dict.fromkeys(
             [CLIENTS[n].path for n in selected] + [t.path for t in team] + [g.path for g in wanted.values()]
@@ -278,7 +278,7 @@ def _place(
     if current != desired:
         handle.config.set(key, desired)
         outcome.action = "created" if handle.before is None else "updated"
-        outcome.next_step = _next_step(client)
+        outcome.next_step = _next_step(client, server or "kb")
     new_owned[name] = Owned(path, key, entry_hash(desired), created_file)
     return outcome
 
@@ -370,6 +370,16 @@ def caveats(
             continue
         lines.append(f"{client.title}: {client.step(settings.server_name)}")
     return lines
+
+
+def _team_caveats(team: list[TeamEntry]) -> list[str]:
+    """The per-server steps (approve each server, start it once) for each team server too."""
+    lines = []
+    for item in team:
+        client = CLIENTS[item.client]
+        if client.caveat and "{server}" in client.caveat and client.caveat_when == "always":
+            lines.append(f"{client.title}: {client.step(item.server)}")
+    return list(dict.fromkeys(lines))
 
 
 def _retract(
@@ -476,9 +486,9 @@ def _safe_target(root: Path, rel: str) -> Path:
     return target
 
 
-def _next_step(client: Client) -> str:
+def _next_step(client: Client, server: str = "kb") -> str:
     if client.user_level:
-        return f"copy the kb entry from {client.path} into {client.user_config}"
+        return f"copy the {server} entry from {client.path} into {client.user_config}"
     return f"restart {client.title} (or reload its MCP servers)"
 
 

@@ -244,3 +244,13 @@ def test_dry_run_prints_the_team_entries_and_writes_nothing(tmp_path: Path) -> N
     report = run_sync(root, mode="dry-run")
     assert '"tracker"' in report.diffs[".mcp.json"]
     assert not (root / ".mcp.json").exists()
+
+
+@pytest.mark.git
+def test_an_agent_that_approves_each_server_is_told_to_approve_each_team_server(tmp_path: Path) -> None:
+    root = team_repo(tmp_path, ["qwen", "amp", "cursor"])
+    caveats = run_sync(root).caveats
+    assert any("qwen mcp approve kb" in line for line in caveats)
+    assert any("qwen mcp approve tracker" in line for line in caveats)
+    assert any("amp mcp approve wiki" in line for line in caveats)
+    assert not any(line.startswith("Cursor") for line in caveats)
