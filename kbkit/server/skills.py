@@ -20,7 +20,8 @@ from mcp.shared.exceptions import MCPError
 from kbkit.catalog.agents import CANONICAL_SKILL_DIR
 from kbkit.errors import KbkitError
 from kbkit.kb.documents import cut_text, truncation_notice
-from kbkit.kb.parsers import TextFiles, decode_text
+from kbkit.kb.formats.base import decode_text
+from kbkit.kb.formats.registry import TextFiles
 from kbkit.skills import files
 from kbkit.skills.files import Tree
 from kbkit.skills.install import installed_problem
