@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbkit.errors import KbkitError
+from kbkit.errors import KbkitError, SemanticUnavailable
 from kbkit.kb.sections import SEPARATOR
 from kbkit.kb.store import Store
 from kbkit.runtime import SEMANTIC
@@ -183,10 +183,6 @@ def _repeat(text: str, lead: str, title: str) -> int:
 
 def chunk_key(ids: tuple[int, ...]) -> bytes:
     return hashlib.blake2b(array("i", ids).tobytes(), digest_size=16).digest()
-
-
-class SemanticUnavailable(KbkitError):
-    """Hybrid search cannot run: the extra is missing or the model cannot be found."""
 
 
 @dataclass(frozen=True)
