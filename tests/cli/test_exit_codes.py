@@ -39,15 +39,21 @@ def test_a_missing_git_exits_3_with_the_fix(tmp_path: Path) -> None:
     assert not (root / "skills-lock.json").exists()
 
 
-@pytest.mark.git
-def test_a_locked_source_that_cannot_be_fetched_exits_4(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def locked_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[FakeGitHub, Path]:
+    """A project that locked the skill lint-rules from github.com/acme/skills (served locally)."""
     github = FakeGitHub(tmp_path / "github", monkeypatch)
     github.repo("acme/skills", {"skills/lint-rules": "lint-rules"})
     root = new_project(tmp_path)
     added = kbkit_in_process("skills", "add", "acme/skills", "--root", str(root))
     assert added.returncode == 0, added.stderr
+    return github, root
+
+
+@pytest.mark.git
+def test_a_locked_source_that_cannot_be_fetched_exits_4(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    github, root = locked_project(tmp_path, monkeypatch)
     shutil.rmtree(github.base / "acme" / "skills.git")  # the repository is gone
     gone = kbkit_in_process("skills", "install", "--root", str(root))
     assert gone.returncode == ExitCode.REMOTE
@@ -59,10 +65,7 @@ def test_a_locked_source_that_cannot_be_fetched_exits_4(
 def test_a_locked_source_that_changed_is_refused_with_exit_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    github = FakeGitHub(tmp_path / "github", monkeypatch)
-    github.repo("acme/skills", {"skills/lint-rules": "lint-rules"})
-    root = new_project(tmp_path)
-    assert kbkit_in_process("skills", "add", "acme/skills", "--root", str(root)).returncode == 0
+    _, root = locked_project(tmp_path, monkeypatch)
     lock = root / "skills-lock.json"
     entry_hash = lock.read_text().split('"computedHash": "')[1].split('"')[0]
     lock.write_text(lock.read_text().replace(entry_hash, "0" * len(entry_hash)))
