@@ -69,10 +69,14 @@ def decode_text(data: bytes) -> str:
     return text
 
 
-def meta_title(value: object, chars: int = 500) -> str | None:
-    """A title from metadata or a heading: white space folded, cut at `chars`; None when empty."""
+TITLE_CHARS = 500
+"""A document's title (from its metadata, first heading or first line) is cut here."""
+
+
+def meta_title(value: object) -> str | None:
+    """A title from metadata or a heading: white space folded, cut at TITLE_CHARS; None when empty."""
     if isinstance(value, str | int | float) and str(value).strip():
-        return " ".join(str(value).split())[:chars]
+        return " ".join(str(value).split())[:TITLE_CHARS]
     return None
 
 

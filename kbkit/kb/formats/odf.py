@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kbkit.errors import DocumentRefused
 from kbkit.kb.formats.archive import open_archive, parse_xml, read_member, refuse_dtds
-from kbkit.kb.formats.base import ParsedText, unreadable
+from kbkit.kb.formats.base import ParsedText, meta_title, unreadable
 from kbkit.kb.formats.budget import BUDGET, Budget
 from kbkit.kb.formats.markdown_writer import MarkdownWriter
 
@@ -79,7 +79,7 @@ def parse_odf(data: bytes, ext: str, budget: Budget) -> ParsedText:
         raise unreadable(kind, exc) from None
     title = _meta_title(meta, kind) or first_title
     if title is None and ext == "odt" and writer.headings:
-        title = writer.headings[0][:500]  # a sheet's name is no title: the file's name is
+        title = meta_title(writer.headings[0])  # a sheet's name is no title: the file's name is
     body_text = writer.text()
     return ParsedText(title=title, body=body_text, headings=writer.headings, outline=tuple(writer.outline))
 
@@ -88,8 +88,7 @@ def _meta_title(meta: bytes | None, kind: str) -> str | None:
     if meta is None:
         return None
     found = parse_xml(meta, "meta.xml", kind).find(f".//{_q('dc:title')}")
-    text = " ".join(inline_text(found).split()) if found is not None else ""
-    return text[:500] or None
+    return meta_title(inline_text(found)) if found is not None else None
 
 
 def inline_text(element: etree._Element) -> str:

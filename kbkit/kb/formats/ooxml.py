@@ -53,7 +53,9 @@ def _converted(
     except Exception as exc:  # the libraries raise many kinds on damaged parts; all mean "unreadable"
         raise unreadable(kind, exc) from None
     body = writer.text()
-    title = meta_title(title) or (writer.headings[0][:500] if writer.headings and heading_title else None)
+    title = meta_title(title) or (
+        meta_title(writer.headings[0]) if writer.headings and heading_title else None
+    )
     return ParsedText(title=title, body=body, headings=writer.headings, outline=tuple(writer.outline))
 
 

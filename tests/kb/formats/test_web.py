@@ -218,6 +218,22 @@ def test_nesting_within_the_parsers_limit_is_read_without_recursion_and_lists_ar
     assert widest <= 2 * BUDGET.html_nesting  # deeper levels are written flat, not indented further
 
 
+def test_how_deep_lists_indent_and_how_much_of_a_heading_is_read_are_the_budgets() -> None:
+    lists = b"<body>" + b"<ul><li>item" * 50 + b"</li></ul>" * 50
+
+    def widest(budget: Budget) -> int:
+        body = parse_html(lists, budget).body
+        assert body.count("item") == 50  # deeper levels are written flat, never dropped
+        return max(len(line) - len(line.lstrip(" ")) for line in body.splitlines())
+
+    assert widest(Budget(html_nesting=2)) < widest(Budget(html_nesting=8)) <= 2 * 8
+    small = Budget(heading_chars=20)
+    assert parse_html(b"<h1>" + b"word " * 100 + b"</h1>", small).title == "word word word word"
+    assert parse_notebook(notebook_json([markdown("# " + "word " * 100)]).encode(), small).headings == [
+        "word word word word"
+    ]
+
+
 def test_a_page_over_the_tag_budget_is_refused_before_it_is_parsed() -> None:
     budget = Budget(html_nodes=100)
     parse_html(b"<body>" + b"<p>x</p>" * 99, budget)
