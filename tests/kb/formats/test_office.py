@@ -297,7 +297,8 @@ def test_spreadsheets_repeated_empty_rows_and_a_workbooks_total_are_within_the_c
     assert ods.body.count("\n| line ") == BUDGET.table_rows - 1
     assert "… more rows not shown" in ods.body
     small = Budget(workbook_cells=5 * 3 + 20)
-    book = parse("xlsx", sample_xlsx(rows=4), small).body  # Costs: 5 rows x 3 columns; Owners over what is left
+    # Costs: 5 rows x 3 columns; Owners over what is left
+    book = parse("xlsx", sample_xlsx(rows=4), small).body
     assert "## Sheet: Owners\n\n(not shown: the workbook's 35-cell budget is spent)" in book
 
 
@@ -307,6 +308,34 @@ def test_too_many_slides_are_refused_before_any_slide_is_read() -> None:
     deck = refused("pptx", sample_pptx(slides=2), budget)
     assert deck.reason == "over-budget" and "has 5 slides, over the 4-slide budget" in str(deck)
     assert refused("odp", sample_odp(slides=3), budget).reason == "over-budget"
+
+
+def test_how_deep_sections_are_read_and_how_far_a_sheet_is_looked_at_are_the_budgets() -> None:
+    import openpyxl
+    from odf import text
+    from odf.opendocument import OpenDocumentText
+
+    document = OpenDocumentText()
+    outer = document.text
+    for depth in range(6):
+        section = text.Section(name=f"s{depth}")
+        outer.addElement(section)
+        outer = section
+    outer.addElement(text.P(text="deep words"))
+    odt = io.BytesIO()
+    document.write(odt)
+    assert "deep words" in parse("odt", odt.getvalue()).body
+    assert "deep words" not in parse("odt", odt.getvalue(), Budget(odf_nesting=3)).body
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.cell(row=1, column=1, value="header")
+    sheet.cell(row=120, column=1, value="late row")
+    xlsx = io.BytesIO()
+    book.save(xlsx)
+    assert "late row" in parse("xlsx", xlsx.getvalue()).body
+    assert "late row" not in parse("xlsx", xlsx.getvalue(), Budget(sheet_rows_read=100)).body
 
 
 @pytest.mark.parametrize("ext", ["docx", "odt", "pptx"])
