@@ -310,7 +310,7 @@ def test_too_many_slides_are_refused_before_any_slide_is_read() -> None:
     assert refused("odp", sample_odp(slides=3), budget).reason == "over-budget"
 
 
-def test_how_deep_sections_are_read_and_how_far_a_sheet_is_looked_at_are_the_budgets() -> None:
+def test_how_deep_sections_and_groups_are_read_and_how_far_a_sheet_is_looked_at_are_the_budgets() -> None:
     import openpyxl
     from odf import text
     from odf.opendocument import OpenDocumentText
@@ -336,6 +336,19 @@ def test_how_deep_sections_are_read_and_how_far_a_sheet_is_looked_at_are_the_bud
     book.save(xlsx)
     assert "late row" in parse("xlsx", xlsx.getvalue()).body
     assert "late row" not in parse("xlsx", xlsx.getvalue(), Budget(sheet_rows_read=100)).body
+
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    shapes = deck.slides.add_slide(deck.slide_layouts[6]).shapes
+    for _ in range(5):
+        shapes = shapes.add_group_shape().shapes
+    shapes.add_textbox(Inches(1), Inches(1), Inches(2), Inches(1)).text_frame.text = "grouped words"
+    pptx = io.BytesIO()
+    deck.save(pptx)
+    assert "grouped words" in parse("pptx", pptx.getvalue()).body
+    assert "grouped words" not in parse("pptx", pptx.getvalue(), Budget(group_depth=3)).body
 
 
 @pytest.mark.parametrize("ext", ["docx", "odt", "pptx"])
