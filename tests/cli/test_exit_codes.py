@@ -1,4 +1,4 @@
-"""The exit code says whose problem it is (docs/adr/0013, 0049), through the command as a user runs
+"""The exit code says whose problem it is (docs/adr/0013, 0050), through the command as a user runs
 it: a missing git or a model that cannot load is the machine (3), a source that cannot be
 fetched is the remote (4), a source that changed since it was locked is the input (2)."""
 

@@ -1,5 +1,5 @@
 """Every error a user can meet is declared in kbkit/errors.py and drawn in its tree with its exit
-code (docs/adr/0013, 0049): one place to read what kbkit can refuse and what each refusal exits with."""
+code (docs/adr/0013, 0050): one place to read what kbkit can refuse and what each refusal exits with."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """kbkit's parts import downward only (docs/adr/0020-layering.md), no two modules import each other
-(0049), and only kbkit/kb/ speaks SQL.
+(0050), and only kbkit/kb/ speaks SQL.
 
 Every import in kbkit/ counts: module level, inside a function (a lazy import is still a
 dependency), and under `if TYPE_CHECKING:` (a type is a dependency too; none is exempt).
