@@ -11,7 +11,7 @@ trusted. A command from kbkit.local.toml is the user's own and needs no trust (d
 
 A team server is trusted as a whole (its command, url, env and headers), under the key
 `<root>#servers.<name>`: a changed URL could send the headers' secrets elsewhere, a changed env
-could load code into the server (docs/adr/0050).
+could load code into the server (docs/adr/0051).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ wins), substitutes each `${NAME}`, and then
 
 Before that, one `[kbkit]` line on stderr says which variables are set, by name: the agent's MCP
 log then shows why a server failed. A variable that is unset (or empty) is one line naming it and
-an exit, never an empty value sent (docs/adr/0050).
+an exit, never an empty value sent (docs/adr/0051).
 """
 
 from __future__ import annotations
