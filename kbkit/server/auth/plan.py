@@ -28,6 +28,7 @@ class AuthPlan:
     """With `audience` empty when it is the server's own URL, known only once bound."""
     anonymous: bool
     log_format: LogFormat = "text"
+    host: str = "127.0.0.1"
 
     def with_audience(self, url: str) -> OAuthPolicy | None:
         if self.oauth is None or self.oauth.audience:
@@ -37,7 +38,10 @@ class AuthPlan:
     def describe(self, url: str) -> list[str]:
         """Boot lines: what the server trusts. Never a token."""
         if self.anonymous:
-            return [f"auth: OFF ({ANONYMOUS_VAR}=1, local development only)"]
+            return [
+                f"auth: OFF ({ANONYMOUS_VAR}=1, local development only); a personal token created while "
+                f"this runs is ignored: restart without {ANONYMOUS_VAR} to require tokens"
+            ]
         lines = []
         if self.shared:
             lines.append(
@@ -56,6 +60,12 @@ class AuthPlan:
                 f"members: {' or '.join(members)}"
                 + (f"; required scopes: {' '.join(policy.scopes)}" if policy.scopes else "")
             )
+            if self.oauth is not None and not self.oauth.audience and self.host in ("0.0.0.0", "::"):
+                lines.append(
+                    "auth: warning: no [server.http.oauth] audience and no [sync] remote_url, so tokens "
+                    f"must carry aud={policy.audience}, an address no client signs in for; set audience "
+                    "to the URL clients use"
+                )
         return lines
 
     def verifier(self, url: str) -> JwtVerifier | None:
@@ -123,6 +133,7 @@ def plan_auth(settings: Settings, *, loopback: bool, host: str, log_format: LogF
         oauth=oauth,
         anonymous=anonymous and not (shared or exists or oauth),
         log_format=log_format,
+        host=host,
     )
 
 
