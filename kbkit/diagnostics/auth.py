@@ -11,7 +11,7 @@ def check_auth(ctx: Context) -> list[Finding]:
     if ctx.settings is None:
         return []
     from kbkit.catalog.clients import PERSONAL_TOKEN_VAR, TOKEN_VAR
-    from kbkit.server.auth.plan import tokens_path
+    from kbkit.server.auth.plan import ANONYMOUS_VAR, tokens_path
     from kbkit.server.auth.tokens import TokensFileError, now_utc, read_tokens
 
     settings = ctx.settings
@@ -34,6 +34,18 @@ def check_auth(ctx: Context) -> list[Finding]:
             "person who leaves keeps access until it is rotated. To move to personal tokens: "
             f"`kbkit token create NAME` per person, each puts theirs in .env.local as {PERSONAL_TOKEN_VAR}, "
             f"then remove {TOKEN_VAR} from the server's .env.local",
+        )
+    if settings.env.get(ANONYMOUS_VAR, "") in ("1", "true", "yes"):
+        findings.append(
+            Finding(
+                "auth",
+                "warn",
+                f"{ANONYMOUS_VAR}=1: a `kbkit serve --http` started while no token or [server.http.oauth] "
+                "existed runs without auth, and ignores personal tokens created after it started"
+                + (f" (there are {len(records)} now)" if records else ""),
+                f"restart the server after `kbkit token create NAME`, and remove {ANONYMOUS_VAR} "
+                "outside local development",
+            )
         )
     oauth = settings.http.oauth
     if oauth.issuer:
