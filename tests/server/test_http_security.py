@@ -145,6 +145,37 @@ async def test_a_principal_at_its_cap_with_every_session_busy_is_refused_naming_
         assert server.stop() == 0
 
 
+async def test_listen_streams_are_capped_per_principal_naming_the_limit(tmp_path: Path) -> None:
+    from contextlib import AsyncExitStack
+
+    from mcp.shared.exceptions import MCPError
+
+    from kbkit.server.notify import MAX_LISTEN_PER_PRINCIPAL
+
+    root = make_project(tmp_path / "project")
+    tokens = root / ".kbkit" / "tokens.json"
+    alice = create(tokens, "alice", "read", None)
+    bob = create(tokens, "bob", "read", None)
+    server = HttpServer(root).wait_ready()
+    try:
+        async with AsyncExitStack() as stack:
+            client = await stack.enter_async_context(http_client(server.url, "auto", bearer(alice)))
+            for _ in range(MAX_LISTEN_PER_PRINCIPAL):
+                await stack.enter_async_context(client.listen(resources_list_changed=True))
+            with pytest.raises(
+                MCPError, match=f"the most one principal may \\({MAX_LISTEN_PER_PRINCIPAL}\\)"
+            ):
+                async with client.listen(resources_list_changed=True):
+                    pass
+            async with (
+                http_client(server.url, "auto", bearer(bob)) as other,
+                other.listen(resources_list_changed=True),
+            ):
+                pass  # bob still gets his
+    finally:
+        assert server.stop() == 0
+
+
 @pytest.fixture
 def held_lock(tmp_path: Path) -> Iterator[tuple[Path, str, HttpServer]]:
     root = make_project(tmp_path / "project")

@@ -189,8 +189,6 @@ class AuthGate:
             ending, limit = self.shares.admit(caller.key, caller.name)
             for victim, owner in ending:
                 await self._end_session(scope, victim, owner)
-        elif listen:
-            limit = self.shares.listen_refusal(caller.key, caller.name)
         if limit is not None:
             body = json.dumps(
                 {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": limit.message}}
@@ -205,8 +203,6 @@ class AuthGate:
         sent = _Counter(send)
         try:
             with contextlib.ExitStack() as stack:
-                if listen:
-                    stack.enter_context(self.shares.listening(caller.key))
                 cancel = anyio.CancelScope()
                 if stream:
                     if caller.expires is not None:

@@ -3,11 +3,12 @@ revocation must close (docs/adr/0049).
 
 One member must not be able to lock the others out: `max_sessions` is a pool shared by everyone,
 so each principal (a personal token's name, an OAuth subject, `shared`) may hold at most
-`max_sessions_per_principal` 2025-11-25 sessions, and MAX_LISTEN_PER_PRINCIPAL 2026-07-28
-`subscriptions/listen` streams. A principal at its cap that opens another session ends its own
-session idle the longest; with none idle it gets 429 naming the limit. When the whole pool is
-full, a newcomer ends the session idle the longest of whoever holds the most (more than the
-newcomer); only when nobody else holds more is it refused (503 naming `max_sessions`).
+`max_sessions_per_principal` 2025-11-25 sessions (and at most MAX_LISTEN_PER_PRINCIPAL 2026-07-28
+`subscriptions/listen` streams: kbkit/server/notify.py). A principal at its cap that opens another
+session ends its own session idle the longest; with none idle it gets 429 naming the limit.
+When the whole pool is full, a newcomer ends the session idle the longest of whoever holds the
+most (more than the newcomer); only when nobody else holds more is it refused (503 naming
+`max_sessions`).
 
 Every long-lived response (a session's GET stream, a listen stream) is filed under the credential
 that opened it, so revoking a personal token closes them at once rather than at the next request.
@@ -22,9 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-
-MAX_LISTEN_PER_PRINCIPAL = 16
-"""`subscriptions/listen` streams one principal may hold open at once (of MAX_LISTEN_STREAMS in all)."""
 
 
 @dataclass
@@ -51,16 +49,13 @@ class Shares:
         max_sessions: int,
         per_principal: int,
         idle_timeout: float,
-        max_listen: int = MAX_LISTEN_PER_PRINCIPAL,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_sessions = max_sessions
         self.per_principal = min(per_principal, max_sessions)
         self.idle_timeout = idle_timeout
-        self.max_listen = max_listen
         self._monotonic = monotonic
         self._sessions: dict[str, _Session] = {}
-        self._listens: dict[str, int] = {}
         self._streams: dict[str, set[anyio.CancelScope]] = {}
 
     # --- sessions ---------------------------------------------------------------------------------
@@ -136,28 +131,6 @@ class Shares:
         session.last_used = self._monotonic()
         if gone:
             del self._sessions[sid]
-
-    # --- listen streams ---------------------------------------------------------------------------
-
-    def listen_refusal(self, owner: str, name: str) -> Refusal | None:
-        held = self._listens.get(owner, 0)
-        if held < self.max_listen:
-            return None
-        return Refusal(
-            429,
-            f"{name} already holds {held} subscriptions/listen streams, the most one principal may "
-            f"({self.max_listen}); close one first",
-        )
-
-    @contextmanager
-    def listening(self, owner: str) -> Iterator[None]:
-        self._listens[owner] = self._listens.get(owner, 0) + 1
-        try:
-            yield
-        finally:
-            self._listens[owner] -= 1
-            if not self._listens[owner]:
-                del self._listens[owner]
 
     # --- streams a revocation closes --------------------------------------------------------------
 
