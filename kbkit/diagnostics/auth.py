@@ -47,6 +47,11 @@ def check_auth(ctx: Context) -> list[Finding]:
                 "outside local development",
             )
         )
+    from kbkit.config.trust import auth_trust
+
+    trust = auth_trust(settings)
+    if trust.widened:
+        findings.append(Finding("auth", "warn", trust.waiting(), trust.fix()))
     oauth = settings.http.oauth
     if oauth.issuer:
         findings.append(_issuer(oauth.issuer))

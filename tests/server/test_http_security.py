@@ -281,9 +281,9 @@ AUDIENCE = "https://kb.example.test/mcp"
 
 
 def oauth_project(tmp_path: Path, peer: JwksPeer, audience: str = AUDIENCE, extra: str = "") -> Path:
+    """A project whose operator set OAuth in kbkit.local.toml (their own file: no trust needed)."""
     root = make_project(tmp_path / "project")
-    configure(
-        root,
+    (root / "kbkit.local.toml").write_text(
         f'[server.http.oauth]\nissuer = "{peer.issuer}"\naudience = "{audience}"\nscopes = ["kb"]\n'
         f'claims = {{ groups = ["eng"] }}\n{extra}',
     )
@@ -365,7 +365,7 @@ async def test_a_revoke_on_one_replica_is_refused_by_another_sharing_the_tokens_
     replicas = []
     for name in ("r1", "r2"):
         root = make_project(tmp_path / name)
-        configure(root, f'[server.http]\ntokens_file = "{shared}"\n')
+        (root / "kbkit.local.toml").write_text(f'[server.http]\ntokens_file = "{shared}"\n')
         replicas.append(HttpServer(root).wait_ready())
     try:
         assert all(post(r, alice, INITIALIZE).status_code == 200 for r in replicas)
@@ -530,10 +530,9 @@ def test_an_expiry_past_what_a_date_holds_is_a_clear_error(tmp_path: Path) -> No
 
 def test_a_network_bind_without_an_audience_warns(tmp_path: Path, peer: JwksPeer) -> None:
     root = make_project(tmp_path / "project")
-    configure(
-        root,
-        '[server.http]\nallowed_hosts = ["kb.internal:*"]\n'
-        f'[server.http.oauth]\nissuer = "{peer.issuer}"\nclaims = {{ groups = ["eng"] }}\n',
+    configure(root, '[server.http]\nallowed_hosts = ["kb.internal:*"]\n')
+    (root / "kbkit.local.toml").write_text(
+        f'[server.http.oauth]\nissuer = "{peer.issuer}"\nclaims = {{ groups = ["eng"] }}\n'
     )
     server = HttpServer(root, args=("--host", "0.0.0.0")).wait_ready()
     try:
@@ -560,5 +559,59 @@ def test_auth_settings_changed_while_serving_are_reported_as_needing_a_restart(t
         configure(root, '[server.http]\ntokens_file = "elsewhere.json"\n')
         wait_until(lambda: "[server.http] tokens_file changed too" in server.stderr(), what="the stale line")
         assert "restart it" in server.stderr()
+    finally:
+        assert server.stop() == 0
+
+
+def test_auth_settings_in_kbkit_toml_that_widen_access_wait_for_kbkit_trust(
+    tmp_path: Path, peer: JwksPeer
+) -> None:
+    root = make_project(tmp_path / "project")
+    state = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    oauth = f'[server.http.oauth]\nissuer = "{peer.issuer}"\naudience = "{AUDIENCE}"\n'
+    (root / "kbkit.toml").write_text(f'[kb]\npath = "docs"\n{oauth}allowed_subjects = ["alice", "bob"]\n')
+    alice, mallory = peer.token(AUDIENCE), peer.token(AUDIENCE, sub="mallory", groups=[])
+
+    def serve() -> HttpServer:
+        return HttpServer(root, env=state).wait_ready()
+
+    def trust() -> str:
+        result = subprocess.run(
+            [*forked_kbkit(), "trust", "--root", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **state},
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    server = serve()  # a pull brought OAuth in: nobody allowed it on this machine yet
+    try:
+        assert "OAuth sign-ins refused" in server.stderr() and "kbkit trust" in server.stderr()
+        assert post(server, alice, INITIALIZE).status_code == 401
+    finally:
+        assert server.stop() == 0
+    assert "trusted: kbkit.toml's http.oauth.issuer" in trust()
+    server = serve()
+    try:
+        wait_until(lambda: "signing key(s) cached" in server.stderr(), what="the keys")
+        assert post(server, alice, INITIALIZE).status_code == 200
+    finally:
+        assert server.stop() == 0
+    (root / "kbkit.toml").write_text(
+        f'[kb]\npath = "docs"\n{oauth}allowed_subjects = ["alice", "bob", "mallory"]\n'
+    )
+    server = serve()  # a commit adds a member: refused until reviewed
+    try:
+        assert "oauth.allowed_subjects adds mallory" in server.stderr()
+        assert post(server, mallory, INITIALIZE).status_code == 401
+    finally:
+        assert server.stop() == 0
+    (root / "kbkit.toml").write_text(f'[kb]\npath = "docs"\n{oauth}allowed_subjects = ["bob"]\n')
+    server = serve()  # a commit that only removes (alice leaves) applies at once
+    try:
+        wait_until(lambda: "signing key(s) cached" in server.stderr(), what="the keys")
+        assert post(server, alice, INITIALIZE).status_code == 403
     finally:
         assert server.stop() == 0

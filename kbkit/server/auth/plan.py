@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kbkit.catalog.clients import TOKEN_VAR
 from kbkit.config import ENV_FILE, Settings
+from kbkit.config.trust import auth_trust
 from kbkit.errors import ConfigError
 from kbkit.server.auth.audit import LogFormat
 from kbkit.server.auth.oauth import JwtVerifier, OAuthPolicy, http_fetch
@@ -29,6 +30,8 @@ class AuthPlan:
     anonymous: bool
     log_format: LogFormat = "text"
     host: str = "127.0.0.1"
+    untrusted: str | None = None
+    """Why `[server.http.oauth]` from kbkit.toml is not applied (it widens access beyond `kbkit trust`)."""
 
     def with_audience(self, url: str) -> OAuthPolicy | None:
         if self.oauth is None or self.oauth.audience:
@@ -43,6 +46,8 @@ class AuthPlan:
                 f"this runs is ignored: restart without {ANONYMOUS_VAR} to require tokens"
             ]
         lines = []
+        if self.untrusted:
+            lines.append(f"auth: OAuth sign-ins refused: {self.untrusted}")
         if self.shared:
             lines.append(
                 f"auth: bearer token from {TOKEN_VAR} (principal `shared`; or ?token=, weaker: it lands in "
@@ -115,6 +120,12 @@ def plan_auth(settings: Settings, *, loopback: bool, host: str, log_format: LogF
             allowed_subjects=oauth_config.allowed_subjects,
             claims=dict(oauth_config.claims),
         )
+    untrusted = None
+    trust = auth_trust(settings)
+    if trust.widened:
+        if any(not phrase.startswith("oauth.") for phrase in trust.widened) or not (shared or exists):
+            raise ConfigError(trust.waiting(), fix=trust.fix())
+        oauth, untrusted = None, f"{trust.waiting()}; {trust.fix()}"
     if not (shared or exists or oauth or anonymous):
         raise ConfigError(
             f"no {TOKEN_VAR} is set, no personal token exists and there is no [server.http.oauth]: "
@@ -134,6 +145,7 @@ def plan_auth(settings: Settings, *, loopback: bool, host: str, log_format: LogF
         anonymous=anonymous and not (shared or exists or oauth),
         log_format=log_format,
         host=host,
+        untrusted=untrusted,
     )
 
 
