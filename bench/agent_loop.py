@@ -102,9 +102,13 @@ def sections_answerer(
     """search (BM25 alone, or `hybrid` with the passage rule at `margin` and the dense score's
     passage share at `share`; None: as shipped), then one read from the top hit's offset."""
 
+    dense = kb.dense_ranker() if hybrid else None
+    if hybrid and share is not None:
+        assert kb.hybrid is not None, kb.hybrid_off
+        dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
+
     def answer(question: Question) -> Read | None:
-        dense = kb.dense_ranker() if hybrid else None
-        with patched(kb_search, "DENSE_PASSAGE_MARGIN", margin), patched(semantic, "PASSAGE_SHARE", share):
+        with patched(kb_search, "DENSE_PASSAGE_MARGIN", margin):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
