@@ -48,6 +48,20 @@ def check_auth(ctx: Context) -> list[Finding]:
             )
         )
     from kbkit.config.trust import auth_trust
+    from kbkit.server.auth.plan import stale_settings
+
+    running = stale_settings(settings)
+    if running is not None and running[1]:
+        pid, keys = running
+        findings.append(
+            Finding(
+                "auth",
+                "warn",
+                f"the kbkit serve --http running here (pid {pid}) started with other "
+                f"{', '.join(f'[server.http] {key}' for key in keys)}: it does not apply them while serving",
+                "restart it to apply them",
+            )
+        )
 
     trust = auth_trust(settings)
     if trust.widened:

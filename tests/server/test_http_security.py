@@ -33,6 +33,7 @@ from tests.helpers.http import (
     open_event_stream,
 )
 from tests.helpers.project import make_project
+from tests.helpers.serve import kbkit_in_process
 from tests.helpers.wait import wait_until
 from tests.peers.launch import forked_kbkit
 
@@ -559,8 +560,15 @@ def test_auth_settings_changed_while_serving_are_reported_as_needing_a_restart(t
         configure(root, '[server.http]\ntokens_file = "elsewhere.json"\n')
         wait_until(lambda: "[server.http] tokens_file changed too" in server.stderr(), what="the stale line")
         assert "restart it" in server.stderr()
+        doctor = kbkit_in_process("doctor", "--root", str(root), "--json")
+        stale = [
+            c for c in json.loads(doctor.stdout)["checks"] if "[server.http] tokens_file" in c["finding"]
+        ]
+        assert stale and stale[0]["status"] == "warn" and "restart" in stale[0]["fix"]
     finally:
         assert server.stop() == 0
+    doctor = kbkit_in_process("doctor", "--root", str(root), "--json")
+    assert not [c for c in json.loads(doctor.stdout)["checks"] if "started with other" in c["finding"]]
 
 
 def test_auth_settings_in_kbkit_toml_that_widen_access_wait_for_kbkit_trust(

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kbkit.server.auth.audit import Audit
 from kbkit.server.auth.gate import AuthGate, GatePolicy
 from kbkit.server.auth.oauth import JwtVerifier
-from kbkit.server.auth.plan import AuthPlan
+from kbkit.server.auth.plan import AuthPlan, forget_running, record_running
 from kbkit.server.auth.share import Shares
 from kbkit.server.auth.tokens import TokenStore
 
@@ -80,7 +80,7 @@ def gated(
     audit = Audit(plan.log_format)
 
     def wrap(app: ASGIApp) -> ASGIApp:
-        return _Lifespan(AuthGate(app, policy_, audit), verifier, store)
+        return _Lifespan(AuthGate(app, policy_, audit), verifier, store, plan)
 
     return routes, wrap
 
@@ -88,10 +88,13 @@ def gated(
 class _Lifespan:
     """Passes everything on; on the lifespan's start and end, does the gate's own chores."""
 
-    def __init__(self, app: AuthGate, verifier: JwtVerifier | None, store: TokenStore | None) -> None:
+    def __init__(
+        self, app: AuthGate, verifier: JwtVerifier | None, store: TokenStore | None, plan: AuthPlan
+    ) -> None:
         self.app = app
         self.verifier = verifier
         self.store = store
+        self.plan = plan
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
@@ -114,11 +117,13 @@ class _Lifespan:
             async def chores() -> Message:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
+                    record_running(self.plan)
                     if self.verifier is not None:
                         await self._first_fetch(self.verifier)
                     chores_group.start_soon(keep_up)
                 elif message["type"] == "lifespan.shutdown":
                     background.cancel()
+                    forget_running(self.plan)
                     if self.store is not None:
                         with anyio.CancelScope(shield=True):
                             await anyio.to_thread.run_sync(self.store.save_last_use)
