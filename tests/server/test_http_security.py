@@ -558,7 +558,15 @@ def test_auth_settings_changed_while_serving_are_reported_as_needing_a_restart(t
     try:
         assert post(server, alice, INITIALIZE).status_code == 200
         configure(root, '[server.http]\ntokens_file = "elsewhere.json"\n')
-        wait_until(lambda: "[server.http] tokens_file changed too" in server.stderr(), what="the stale line")
+        edited = (root / "kbkit.toml").read_text()
+
+        def reported() -> bool:
+            if "[server.http] tokens_file changed too" in server.stderr():
+                return True
+            (root / "kbkit.toml").write_text(edited)  # again: an edit before the watcher was up is unseen
+            return False
+
+        wait_until(reported, step=1.0, what="the stale line")
         assert "restart it" in server.stderr()
         doctor = kbkit_in_process("doctor", "--root", str(root), "--json")
         stale = [
