@@ -9,7 +9,7 @@ project's absolute path and holding a hash of the command: a changed command is 
 trusted. A command from kbkit.local.toml is the user's own and needs no trust (docs/adr/0030).
 
 The same rule holds for the settings of kbkit.toml that widen who may call `kbkit serve --http` or
-what a caller reaches (docs/adr/0050): the OAuth issuer, audience, members, required scopes and
+what a caller reaches (docs/adr/0051): the OAuth issuer, audience, members, required scopes and
 memory scope, `[server.http] memory` and `tokens_file`. `kbkit trust` records their values; a
 later kbkit.toml that widens them (a new issuer or subject, a dropped required scope, memory on)
 waits for `kbkit trust` again, while a change that only narrows applies at once.

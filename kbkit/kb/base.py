@@ -14,8 +14,8 @@ from kbkit.config import Settings
 from kbkit.errors import DocumentRefused, IndexUnavailable
 from kbkit.kb import documents, indexer, search
 from kbkit.kb.documents import Document, IndexedDocument
+from kbkit.kb.formats.registry import Registry
 from kbkit.kb.ignore import IgnoreRules
-from kbkit.kb.parsers import Registry
 from kbkit.kb.store import Peek, SqliteError, Store, index_error
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from kbkit.kb.fields import (
     references,
     remove,
 )
-from kbkit.kb.parsers import outline_of
+from kbkit.kb.formats.registry import outline_of
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {

@@ -1,6 +1,6 @@
 """`kbkit serve --http` under attack and through offboarding, over real HTTP: fair shares of
 sessions, a held tokens lock, hostile bodies, retired keys, revocations that close streams,
-forged subjects, and the standards a client relies on (docs/security.md, docs/adr/0050)."""
+forged subjects, and the standards a client relies on (docs/security.md, docs/adr/0051)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,6 @@ from kbkit.kb.semantic.model import (
     RUNTIME_MODULES,
     VOCAB,
     ModelFiles,
-    SemanticUnavailable,
     locate_model,
     unavailable_reason,
 )
@@ -90,7 +89,6 @@ __all__ = [
     "ModelFiles",
     "ProgressFn",
     "Section",
-    "SemanticUnavailable",
     "chunk_key",
     "describe",
     "embed_pending",

