@@ -210,13 +210,13 @@ def write_tokens(path: Path, records: list[TokenRecord]) -> None:
         raise
 
 
-class Busy(Exception):
+class _Busy(Exception):
     """Another writer holds the tokens file's lock (raised by `locked(..., wait=False)`)."""
 
 
 @contextlib.contextmanager
 def locked(path: Path, *, wait: bool = True) -> Iterator[None]:
-    """Hold the writers' lock of `path` (an flock on `<path>.lock`); with `wait=False`, raise Busy
+    """Hold the writers' lock of `path` (an flock on `<path>.lock`); with `wait=False`, raise _Busy
     instead of waiting for another holder."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -224,7 +224,7 @@ def locked(path: Path, *, wait: bool = True) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise Busy(f"{path}.lock is held by another writer") from None
+            raise _Busy(f"{path}.lock is held by another writer") from None
         yield
     finally:
         os.close(fd)
@@ -387,7 +387,7 @@ class TokenStore:
                 changed = [replace(r, last_used=used[r.sha256]) if r.sha256 in used else r for r in records]
                 write_tokens(self.path, changed)
             self._busy_said = False
-        except Busy:
+        except _Busy:
             with self._lock:
                 for key, moment in used.items():
                     self._used[key] = max(moment, self._used.get(key, moment))
