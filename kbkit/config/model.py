@@ -239,6 +239,9 @@ class Http(Section):
     allowed_hosts: Names = key((), "extra Host header values accepted", example=("kb.internal:*",))
     allowed_origins: Names = key((), "extra Origin values accepted", example=("https://app.example",))
     max_sessions: Count = key(100, "most 2025-11-25 sessions open at once")
+    max_sessions_per_principal: Count = key(
+        20, "most 2025-11-25 sessions one principal (a token's name, an OAuth subject, shared) holds"
+    )
     session_idle_timeout: Count = key(1800, "seconds before an idle 2025-11-25 session expires")
     max_connections: Count = key(
         1000, "most HTTP connections open at once (fewer if the open-file limit is low)"

@@ -12,6 +12,12 @@ trusted. A command from kbkit.local.toml is the user's own and needs no trust (d
 A team server is trusted as a whole (its command, url, env and headers), under the key
 `<root>#servers.<name>`: a changed URL could send the headers' secrets elsewhere, a changed env
 could load code into the server (docs/adr/0051).
+
+The same rule holds for the settings of kbkit.toml that widen who may call `kbkit serve --http` or
+what a caller reaches (docs/adr/0052): the OAuth issuer, audience, members, required scopes and
+memory scope, `[server.http] memory` and `tokens_file`. `kbkit trust` records their values; a
+later kbkit.toml that widens them (a new issuer or subject, a dropped required scope, memory on)
+waits for `kbkit trust` again, while a change that only narrows applies at once.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kbkit.config.load import CONFIG_FILE, Settings
 from kbkit.errors import ConfigError
@@ -68,18 +75,26 @@ def command_hash(command: tuple[str, ...]) -> str:
     return hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()
 
 
-def _records(path: Path) -> dict[str, str]:
+def _document(path: Path) -> dict[str, Any]:
     text = read_text_file(path, fix=f"then run {TRUST_COMMAND} again")
     if text is None:
-        return {}
+        return {"projects": {}}
     try:
         data = json.loads(text)
     except ValueError:
         raise ConfigError(f"{path} is not JSON", fix=f"delete it and run {TRUST_COMMAND} again") from None
     projects = data.get("projects") if isinstance(data, dict) else None
-    if not isinstance(projects, dict):
+    if not isinstance(projects, dict) or not isinstance(data.get("auth", {}), dict):
         raise ConfigError(f"{path} holds no projects table", fix=f"delete it and run {TRUST_COMMAND} again")
-    return {str(key): str(value) for key, value in projects.items()}
+    return dict(data)
+
+
+def _save(path: Path, document: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+
+
+def _records(path: Path) -> dict[str, str]:
+    return {str(key): str(value) for key, value in _document(path)["projects"].items()}
 
 
 def command_trust(settings: Settings, environ: Mapping[str, str] | None = None) -> CommandTrust | None:
@@ -99,9 +114,9 @@ def trust_command(settings: Settings, environ: Mapping[str, str] | None = None) 
     if state is None or not state.tracked or state.trusted:
         return state
     path = trust_path(environ)
-    records = _records(path)
-    records[str(settings.root.resolve())] = command_hash(state.command)
-    atomic_write_text(path, json.dumps({"projects": records}, indent=2, sort_keys=True) + "\n")
+    document = _document(path)
+    document["projects"][str(settings.root.resolve())] = command_hash(state.command)
+    _save(path, document)
     return CommandTrust(state.command, True, True, False)
 
 
@@ -136,9 +151,110 @@ def trust_servers(settings: Settings, environ: Mapping[str, str] | None = None) 
     waiting = [name for name, state in before.items() if state.tracked and not state.trusted]
     if waiting:
         path = trust_path(environ)
-        records = _records(path)
+        document = _document(path)
         for name in waiting:
             key, digest, _, _ = _server_record(settings, name)
-            records[key] = digest
-        atomic_write_text(path, json.dumps({"projects": records}, indent=2, sort_keys=True) + "\n")
+            document["projects"][key] = digest
+        _save(path, document)
     return before
+
+
+AUTH_KEYS = (
+    "server.http.oauth.issuer",
+    "server.http.oauth.audience",
+    "server.http.oauth.scopes",
+    "server.http.oauth.memory_scope",
+    "server.http.oauth.allowed_subjects",
+    "server.http.oauth.claims",
+    "server.http.memory",
+    "server.http.tokens_file",
+)
+"""The settings that decide who may call `kbkit serve --http` and what a caller reaches."""
+
+
+def _value(config: Any, dotted: str) -> Any:
+    node: Any = config
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    if isinstance(node, tuple):
+        return sorted(node)
+    if isinstance(node, Mapping):
+        return {str(k): sorted(v) for k, v in node.items()}
+    return node
+
+
+def auth_settings(settings: Settings) -> dict[str, Any]:
+    """The auth settings that come from kbkit.toml (the repository), by dotted key."""
+    from kbkit.config.model import KbkitConfig
+
+    defaults = KbkitConfig()
+    return {
+        key: _value(settings.config, key)
+        for key in AUTH_KEYS
+        if settings.origin(key) == CONFIG_FILE and _value(settings.config, key) != _value(defaults, key)
+    }
+
+
+def widened(current: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[str]:
+    """What `current` (kbkit.toml's auth settings) allows beyond `trusted`, one phrase per key."""
+    found = []
+    for key in AUTH_KEYS:
+        name = key.removeprefix("server.http.")
+        now, before = current.get(key), trusted.get(key)
+        if key.endswith(".scopes"):
+            dropped = sorted(set(before or []) - set(now or []))
+            if dropped:
+                found.append(f"{name} no longer requires {' '.join(dropped)}")
+        elif key.endswith(".allowed_subjects"):
+            added = sorted(set(now or []) - set(before or []))
+            if added:
+                found.append(f"{name} adds {', '.join(added)}")
+        elif key.endswith(".claims"):
+            for claim, values in (now or {}).items():
+                added = sorted(set(values) - set((before or {}).get(claim, [])))
+                if added:
+                    found.append(f"{name} {claim} adds {', '.join(added)}")
+        elif key.endswith(".memory"):
+            if now and not before:
+                found.append(f"{name} = true")
+        elif now is not None and now != before:
+            found.append(f"{name} = {json.dumps(now)}")
+    return found
+
+
+@dataclass(frozen=True)
+class AuthTrust:
+    """kbkit.toml's auth settings against what this machine's operator allowed."""
+
+    current: dict[str, Any]
+    widened: list[str]
+    """Empty when kbkit.toml allows nothing beyond what was trusted (or sets nothing)."""
+
+    def waiting(self) -> str:
+        return (
+            f"{CONFIG_FILE} widens who may call or what they reach beyond what `{TRUST_COMMAND}` allowed "
+            f"on this machine ({'; '.join(self.widened)})"
+        )
+
+    def fix(self) -> str:
+        return f"review that change, then run `{TRUST_COMMAND}` (or set these in kbkit.local.toml, your own)"
+
+
+def auth_trust(settings: Settings, environ: Mapping[str, str] | None = None) -> AuthTrust:
+    current = auth_settings(settings)
+    if not current:
+        return AuthTrust(current, [])
+    recorded = _document(trust_path(environ)).get("auth", {}).get(str(settings.root.resolve()), {})
+    return AuthTrust(current, widened(current, recorded if isinstance(recorded, dict) else {}))
+
+
+def trust_auth(settings: Settings, environ: Mapping[str, str] | None = None) -> AuthTrust:
+    """Record kbkit.toml's current auth settings as allowed on this machine."""
+    state = auth_trust(settings, environ)
+    if not state.widened and not state.current:
+        return state
+    path = trust_path(environ)
+    document = _document(path)
+    document.setdefault("auth", {})[str(settings.root.resolve())] = state.current
+    _save(path, document)
+    return AuthTrust(state.current, [])
