@@ -93,7 +93,7 @@ def search(
                 best |= fusion.dense_passages(
                     conn, [hit for hit in hits if hit.doc_id not in named], best, near, top_passage
                 )
-            shown = snippets(conn, hits, best, marker(compiled.terms))
+            shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs))
     except SqliteError as exc:
         if deadline.expired:
             raise QueryError(

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kbkit.errors import QueryError
+from kbkit.kb import segment
 from kbkit.kb.words import split_words
 
 MAX_TERMS = 64
@@ -40,24 +41,34 @@ class CompiledQuery:
     dropped_terms: int = 0
     stems: frozenset[str] = frozenset()
     """The query's words as the naming rules compare them (`named`): names split, rough stems."""
+    runs: tuple[str, ...] = ()
+    """The query's runs of unspaced script (`部署指南`), which a snippet marks whole where it can."""
+
+
+MAX_RUN_CHARS = 64
+"""A run of unspaced script longer than this is not looked for whole in snippets (its bigrams are)."""
 
 
 def compile_query(text: str) -> CompiledQuery:
-    """User text -> a MATCH expression that FTS5 always accepts."""
+    """User text -> a MATCH expression that FTS5 always accepts. A word in a script written without
+    spaces becomes its pieces (kbkit/kb/segment.py), each a term of its own."""
     if not isinstance(text, str) or not text.strip():
         raise QueryError("the query is empty; pass a few words describing what you are looking for")
-    words = [w.lower() for w in WORD.findall(text)]
+    words = [w.lower() for w in segment.word_pattern().findall(text)]
     if not words:
         raise QueryError("the query has no words to search for (only punctuation); try some words")
     kept = [w for w in words if w not in STOP_WORDS] or words
-    unique = list(dict.fromkeys(kept))
+    unique = list(dict.fromkeys(piece for word in kept for piece, _ in segment.query_pieces(word)))
     terms = unique[:MAX_TERMS]
     match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    runs = dict.fromkeys(run for word in kept for run in segment.unspaced_runs(word))
+    runs = {run: None for run in runs if len(run) <= MAX_RUN_CHARS}
     return CompiledQuery(
         match=match,
         terms=tuple(terms),
         dropped_terms=len(unique) - len(terms),
         stems=frozenset(stems(text)),
+        runs=tuple(runs)[:MAX_TERMS],
     )
 
 

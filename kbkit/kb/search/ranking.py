@@ -8,10 +8,12 @@ import sqlite3
 from dataclasses import dataclass
 
 from kbkit.kb import passages
-from kbkit.kb.fields import COLUMNS, reference_counts, stem
+from kbkit.kb.fields import FTS_COLUMNS, reference_counts, stem
 
-COLUMN_WEIGHTS = {"title": 1.5, "name": 2.0, "description": 1.5, "tags": 1.5, "headings": 1.0, "body": 1.0}
+FIELD_WEIGHTS = {"title": 1.5, "name": 2.0, "description": 1.5, "tags": 1.5, "headings": 1.0, "body": 1.0}
 """BM25 weights of the fields (docs/benchmarks.md has the measurements behind them)."""
+COLUMN_WEIGHTS = FIELD_WEIGHTS | {f"{name}_seg": weight for name, weight in FIELD_WEIGHTS.items()}
+"""A field's segmented words (kbkit/kb/segment.py) weigh what the field weighs."""
 PASSAGE_WEIGHT = 1.5
 """A document's best passage score (relative to the best passage's) counts this much beside its
 own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
@@ -40,7 +42,7 @@ class Ranked:
 def search_sql(with_prefix: bool) -> str:
     """The ranking query `search` runs (tests pin its weights and prefix filter)."""
     prefix = "AND substr(d.path, 1, :prefix_len) = :prefix " if with_prefix else ""
-    weights = ", ".join(f":w_{name}" for name in COLUMNS)
+    weights = ", ".join(f":w_{name}" for name in FTS_COLUMNS)
     return (
         "SELECT d.id, d.path, d.title, d.ext, d.sha256, "
         f"-bm25(documents_fts, {weights}) AS score "
@@ -52,7 +54,7 @@ def search_sql(with_prefix: bool) -> str:
 
 def lexical(conn: sqlite3.Connection, match: str, prefix: str, pool: int) -> list[Ranked]:
     """The `pool` documents BM25 ranks best for the MATCH expression `match`."""
-    params: dict[str, object] = {f"w_{name}": COLUMN_WEIGHTS[name] for name in COLUMNS}
+    params: dict[str, object] = {f"w_{name}": COLUMN_WEIGHTS[name] for name in FTS_COLUMNS}
     params |= {"match": match, "limit": pool}
     if prefix:
         params |= {"prefix": prefix, "prefix_len": len(prefix)}

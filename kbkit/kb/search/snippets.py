@@ -11,7 +11,7 @@ import re
 import sqlite3
 from itertools import islice
 
-from kbkit.kb import passages
+from kbkit.kb import passages, segment
 from kbkit.kb.search.query import rough_stem
 from kbkit.kb.search.ranking import Ranked
 
@@ -21,13 +21,22 @@ dense with the query word costs no more than any other."""
 MAX_MARKS = 4096
 """At most this many matched words of a hit are weighed when choosing its snippet window."""
 SNIPPET_CHARS = 160
+EDGE_CHARS = 40
+"""A snippet's edges move at most this far to fall between words."""
 _FALLBACK_SQL = "SELECT rowid, title, description FROM documents_fts WHERE rowid IN ({ids})"
 
 
-def marker(terms: tuple[str, ...]) -> re.Pattern[str]:
-    """A pattern finding the words of a text that match the query's terms (or other forms of them)."""
-    stems = sorted({rough_stem(term) for term in terms}, key=len, reverse=True)
-    return re.compile(r"\b(?:" + "|".join(re.escape(stem) for stem in stems) + r")\w*", re.IGNORECASE)
+def marker(terms: tuple[str, ...], runs: tuple[str, ...] = ()) -> re.Pattern[str]:
+    """A pattern finding the words of a text that match the query's terms (or other forms of them).
+    A spaced word is marked from its start to its end; a piece of unspaced script (a bigram) or a
+    run of it the query holds whole (`runs`) is marked as it stands, the longest first."""
+    letter = segment.SPACED_LETTER
+    spaced = {rough_stem(term) for term in terms if not segment.has_unspaced(term)}
+    unspaced = {term for term in (*terms, *runs) if segment.has_unspaced(term)}
+    choices = [(stem, f"(?<!{letter}){re.escape(stem)}{letter}*") for stem in spaced]
+    choices += [(piece, re.escape(piece)) for piece in unspaced]
+    choices.sort(key=lambda choice: len(choice[0]), reverse=True)
+    return re.compile("(?:" + "|".join(pattern for _, pattern in choices) + ")", re.IGNORECASE)
 
 
 def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) -> str:
@@ -56,9 +65,12 @@ def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) ->
             if not counts[word]:
                 del counts[word]
     begin = max(0, marks[best[1]][0] - 30)
-    begin = text.rfind(" ", 0, begin) + 1 if begin else 0
-    end = text.find(" ", min(len(text), begin + SNIPPET_CHARS + 30))
-    end = len(text) if end < 0 else end
+    if begin:  # at a space near there; text without spaces (Chinese, Thai) is cut where it stands
+        space = text.rfind(" ", max(0, begin - EDGE_CHARS), begin)
+        begin = space + 1 if space >= 0 else begin
+    stop = min(len(text), begin + SNIPPET_CHARS + 30)
+    end = text.find(" ", stop, stop + EDGE_CHARS)
+    end = stop if end < 0 else end
     parts, pos = [], begin
     for start, stop, _ in marks[best[1] :]:
         if start >= end:
