@@ -15,7 +15,7 @@ Methods, each indexing every language afresh through `KnowledgeBase` in the same
 - `icu`: ICU's dictionary word breaks (Chinese, Japanese, Thai; PyICU), Hangul bigrams;
 - `icu+bigram`: both sets of pieces indexed and queried.
 
-    .venv/bin/python bench/multilingual.py [--data DIR] [--per-language 50] [--seed 7]
+    .venv/bin/python -m bench.multilingual [--data DIR] [--per-language 50] [--seed 7]
         [--methods fts5,bigram,icu,icu+bigram] [--languages zh,ja,...]
 
 Question generation needs `rjieba` and `pythainlp`, the icu methods `pyicu-wheels` (or PyICU):
@@ -35,8 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _util import data_dir, print_table, unpack
-
+from bench._util import data_dir, print_table, unpack
 from kbkit.config import load_settings
 from kbkit.kb import segment
 from kbkit.kb.base import KnowledgeBase
