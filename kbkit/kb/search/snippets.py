@@ -32,7 +32,7 @@ def marker(terms: tuple[str, ...], runs: tuple[str, ...] = ()) -> re.Pattern[str
     run of it the query holds whole (`runs`) is marked as it stands, the longest first."""
     letter = segment.SPACED_LETTER
     spaced = {rough_stem(term) for term in terms if not segment.has_unspaced(term)}
-    unspaced = {term for term in (*terms, *runs) if segment.has_unspaced(term)}
+    unspaced = {piece for term in (*terms, *runs) for piece in term.split() if segment.has_unspaced(piece)}
     choices = [(stem, f"(?<!{letter}){re.escape(stem)}{letter}*") for stem in spaced]
     choices += [(piece, re.escape(piece)) for piece in unspaced]
     choices.sort(key=lambda choice: len(choice[0]), reverse=True)
