@@ -15,9 +15,9 @@ Methods, each indexing every language afresh through `KnowledgeBase` in the same
 - `fts5`: unicode61 + porter alone, as before segmentation (no segmented words, old tokenizer);
 - `bigram`: CJK, Hangul and Thai bigrams indexed, a query's bigrams each a term (Lucene's
   CJKAnalyzer with OR-joined terms): the baseline;
-- `kbkit`: what kbkit ships (kbkit/kb/segment.py): the same bigrams, a word-sized query run (at
-  most four characters) searched as a phrase of its bigrams, a longer one piece by piece;
-- `phrase-any`: every query run as a phrase, however long;
+- `kbkit`: what kbkit ships (kbkit/kb/segment.py): the same bigrams, a Korean query word searched
+  as a phrase of its bigrams;
+- `phrase-all`: every query run (Han, kana, Thai too) searched as a phrase of its bigrams;
 - `icu`, `icu+bigram`: ICU's dictionary word breaks (Chinese, Japanese, Thai; PyICU) in place of
   or beside the bigrams; `ko-stem`: Korean particles stripped beside the bigrams.
 
@@ -25,7 +25,7 @@ Chinese, Japanese and Thai questions are also asked typed without spaces (`å­˜æ¡
 there often type them.
 
     .venv/bin/python -m bench.multilingual [--data DIR] [--per-language 50] [--seed 7]
-        [--methods fts5,bigram,kbkit,phrase-any,icu] [--languages zh,ja,...]
+        [--methods fts5,bigram,kbkit,phrase-all,icu] [--languages zh,ja,...]
 
 Question generation needs `rjieba` and `pythainlp`, the icu methods `pyicu-wheels` (or PyICU):
 bench-only, none is a kbkit dependency.
@@ -172,7 +172,7 @@ def _old_tokenizer() -> str:
 @contextmanager
 def method(name: str) -> Iterator[None]:
     """kbkit's segmentation swapped for the method `name` for the block (index and queries)."""
-    names = ("split_run", "has_unspaced", "tokenizer", "PHRASE_KINDS", "PHRASE_PIECES")
+    names = ("split_run", "has_unspaced", "tokenizer", "PHRASE_KINDS")
     saved: dict[str, Any] = {attr: getattr(segment, attr) for attr in names}
     if name == "fts5":
         segment.has_unspaced = _never
@@ -185,8 +185,8 @@ def method(name: str) -> Iterator[None]:
         segment.split_run = _ko_stem
     elif name == "bigram":
         segment.PHRASE_KINDS = frozenset()
-    elif name == "phrase-any":
-        segment.PHRASE_PIECES = 1 << 30
+    elif name == "phrase-all":
+        segment.PHRASE_KINDS = frozenset(("cjk", "hangul", "sea"))
     try:
         yield
     finally:
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
     parser.add_argument("--per-language", type=int, default=50, help="questions per language (default 50)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--methods", default="fts5,bigram,kbkit,phrase-any,icu")
+    parser.add_argument("--methods", default="fts5,bigram,kbkit,phrase-all,icu")
     parser.add_argument("--languages", default=",".join(LANGUAGES))
     args = parser.parse_args(argv)
     options: dict[str, Any] = {

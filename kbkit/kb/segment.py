@@ -8,7 +8,8 @@ those scripts become the same pieces (kbkit/kb/search/query.py):
 
 - Han and kana (Chinese, Japanese): overlapping bigrams of each run, a lone character as itself
   (Lucene's CJKAnalyzer); `部署` then finds `部署指南`.
-- Hangul (Korean): the same bigrams, so `파일` finds `파일을` whatever particle follows.
+- Hangul (Korean): the same bigrams, so `파일` finds `파일을` whatever particle follows; a
+  Korean query word is searched as a phrase of its bigrams (`PHRASE_KINDS`).
 - Thai, Lao, Khmer and Myanmar: overlapping bigrams of characters, combining marks kept with the
   letter they sit on (the tokenizer keeps them: `TOKEN_CHARS`).
 - Latin letters or digits glued to such a run (`使用kubectl部署`) as words of their own.
@@ -133,13 +134,11 @@ def segmented(text: str) -> str:
     return " ".join(out)
 
 
-PHRASE_KINDS: frozenset[str] = frozenset(("cjk", "hangul", "sea"))
-"""The kinds of run (cjk, hangul, sea) a query searches as one phrase of its pieces (a word typed
-is found where it stands whole, not where its bigrams are scattered)..."""
-PHRASE_PIECES = 3
-"""...when the run is word-sized (at most this many pieces: four characters); a longer run, a
-sentence typed without spaces (`如何把应用部署到生产环境`), is searched piece by piece, since a
-phrase would ask for the whole sentence verbatim (docs/adr/0035 has both measured)."""
+PHRASE_KINDS: frozenset[str] = frozenset(("hangul",))
+"""The kinds of run a query searches as one phrase of its pieces, not piece by piece: Hangul, since
+Korean is written with spaces and a run is one word (`파일을` must be found whole, not as 파일 and
+일을 apart). A run of Han, kana or Thai may be a whole question typed without spaces, which a
+phrase would ask for verbatim: those are searched piece by piece (docs/adr/0035 has both measured)."""
 MAX_QUERY_RUN = 4096
 """At most this many characters of one run of unspaced script in a query are cut into pieces (a
 query searches at most search.MAX_TERMS of them anyway)."""
@@ -158,7 +157,7 @@ def query_pieces(word: str) -> Iterator[tuple[str, bool]]:
         else:
             kind = match.lastgroup or ""
             pieces = split_run(match.group()[:MAX_QUERY_RUN], kind)
-            if kind in PHRASE_KINDS and 1 < len(pieces) <= PHRASE_PIECES:
+            if kind in PHRASE_KINDS and len(pieces) > 1:
                 yield " ".join(pieces), True  # searched as a phrase: the pieces side by side
             else:
                 for piece in pieces:

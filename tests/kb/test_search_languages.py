@@ -199,17 +199,16 @@ def test_segmented_words_are_capped_and_the_query_keeps_its_term_budget() -> Non
     assert len(compiled.terms) == MAX_TERMS and compiled.dropped_terms > 4000
 
 
-def test_a_typed_word_is_searched_whole_and_a_sentence_typed_without_spaces_word_by_word(
+def test_a_korean_word_is_searched_whole_and_a_sentence_typed_without_spaces_by_its_pieces(
     tmp_path: Path,
 ) -> None:
     files = {
-        "whole.md": "# 网络\n\n设置主机名。\n",
-        "scattered.md": "# 主机\n\n主机的机名列表。\n",
-        "guide.md": GUIDE,
+        "whole.md": "# 설정\n\n설정 파일을 엽니다.\n",
+        "scattered.md": "# 목록\n\n파일 목록과 일을 합니다.\n",
     }
-    kb = open_kb(make_project(tmp_path / "p", files))
+    kb = open_kb(make_project(tmp_path / "p", {**files, "guide.md": GUIDE}))
     try:
-        assert paths(kb, "主机名") == ["whole.md"]  # 主机 and 机名 apart are not the word
+        assert paths(kb, "파일을") == ["whole.md"]  # 파일 and 일을 apart are not the word
         assert paths(kb, "怎样发布应用到生产环境")[0] == "guide.md"  # not verbatim: found by its pieces
     finally:
         kb.close()
