@@ -56,6 +56,7 @@ def test_a_chinese_word_finds_the_longer_run_holding_it_in_a_title_and_in_a_body
 def test_japanese_kana_and_kanji_words_are_found_inside_sentences(kb: KnowledgeBase) -> None:
     assert paths(kb, "アーカイブ")[0] == "ja-tar.md"  # katakana
     assert paths(kb, "圧縮")[0] == "ja-tar.md"  # kanji inside 圧縮方法と組み合わせる
+    assert "**アーカイブ**" in kb.search("アーカイブ").results[0].snippet
 
 
 def test_a_korean_word_is_found_whatever_particle_it_carries(kb: KnowledgeBase) -> None:
@@ -67,6 +68,7 @@ def test_a_korean_word_is_found_whatever_particle_it_carries(kb: KnowledgeBase) 
 def test_a_thai_word_is_found_inside_a_sentence_without_spaces(kb: KnowledgeBase) -> None:
     assert paths(kb, "ไวรัส")[0] == "th-clamscan.md"  # in ตรวจหาไวรัสบนคอมมานด์ไลน์
     assert paths(kb, "แสกน ไดเรคทอรี")[0] == "th-clamscan.md"
+    assert "**ไวรัส**" in kb.search("ไวรัส").results[0].snippet
 
 
 def test_english_identifiers_in_chinese_prose_work_spaced_or_glued(kb: KnowledgeBase) -> None:
