@@ -6,7 +6,7 @@ from typing import TypedDict
 
 from kbkit.errors import QueryError
 from kbkit.kb import passages
-from kbkit.kb.parsers import Registry
+from kbkit.kb.formats.registry import Registry
 from kbkit.kb.search import fusion, naming, ranking, results
 from kbkit.kb.search.fusion import LEXICAL_WEIGHT, DenseRanker
 from kbkit.kb.search.query import compile_query
