@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -128,7 +129,7 @@ def test_english_known_items_rank_as_before(kb: KnowledgeBase) -> None:
 def _as_schema_6(index: Path) -> None:
     """What an index of schema 6 had: unicode61 cutting Thai marks, no segmented columns."""
     old = "porter unicode61 remove_diacritics 2"
-    with sqlite3.connect(index) as conn:
+    with closing(sqlite3.connect(index)) as conn, conn:
         rows = conn.execute(f"SELECT rowid, {', '.join(COLUMNS)} FROM documents_fts").fetchall()
         bodies = {row[0]: row[-1] for row in rows}
         conn.execute("DROP TABLE documents_fts")
@@ -157,7 +158,7 @@ def test_an_index_built_before_segmentation_is_rebuilt_once_keeping_its_vectors(
     settings = load_settings(root)
     open_kb(root).close()
     _as_schema_6(settings.index_path)
-    with sqlite3.connect(settings.index_path) as conn:
+    with closing(sqlite3.connect(settings.index_path)) as conn, conn:
         conn.execute(
             "INSERT INTO embeddings (doc_id, chunk, sha256, model, vector) VALUES (1, 0, 's', 'm', x'00')"
         )
