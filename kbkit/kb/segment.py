@@ -15,7 +15,7 @@ those scripts become the same pieces (kbkit/kb/search/query.py):
 - Latin letters or digits glued to such a run (`使用kubectl部署`) as words of their own.
 
 The text served (snippets, passages, get_document) is the original: only tokens are added.
-docs/adr/0051 has the measurements behind bigrams over the dictionary segmenters.
+docs/adr/0053 has the measurements behind bigrams over the dictionary segmenters.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ PHRASE_KINDS: frozenset[str] = frozenset(("hangul",))
 """The kinds of run a query searches as one phrase of its pieces, not piece by piece: Hangul, since
 Korean is written with spaces and a run is one word (`파일을` must be found whole, not as 파일 and
 일을 apart). A run of Han, kana or Thai may be a whole question typed without spaces, which a
-phrase would ask for verbatim: those are searched piece by piece (docs/adr/0051 has both measured)."""
+phrase would ask for verbatim: those are searched piece by piece (docs/adr/0053 has both measured)."""
 MAX_QUERY_RUN = 4096
 """At most this many characters of one run of unspaced script in a query are cut into pieces (a
 query searches at most search.MAX_TERMS of them anyway)."""
