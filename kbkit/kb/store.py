@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
-from kbkit.kb import passages
+from kbkit.kb import passages, segment
 from kbkit.kb.fields import (
     COLUMNS,
+    FTS_COLUMNS,
     capped,
     count_references,
+    insert,
     partly_indexed_sql,
     record_references,
     references,
@@ -83,12 +85,17 @@ class Deadline:
         self._conn.set_progress_handler(None, 0)
 
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
 file names each document refers to) and the referenced table (how many documents refer to each).
 5: the passages and passages_fts tables (each document's sections). 6: each vector row's start
-offset and token hash (`embeddings.start`, `embeddings.key`). Older files are upgraded
-(MIGRATIONS) or rebuilt."""
+offset and token hash (`embeddings.start`, `embeddings.key`). 7: the segmented columns and the
+tokenizer keeping combining marks (kbkit/kb/segment.py: Chinese, Japanese, Korean, Thai). Older
+files are upgraded (MIGRATIONS) or rebuilt."""
+RESEGMENTED = (
+    "the full-text index was rebuilt from the stored text to find words in Chinese, Japanese, "
+    "Korean and Thai (once, after an upgrade)"
+)
 FTS_TABLES = ("documents_fts", "passages_fts")
 """The full-text tables FTS5's integrity check reads."""
 LOCK_WAIT_SECONDS = 120.0
@@ -132,7 +139,7 @@ def _add_passages(conn: sqlite3.Connection) -> None:
     """Schema 4 -> 5: the passages of every document, found again from its indexed text (vectors
     kept). A PDF's page breaks are not in its text: PDFs are dropped, and the next scan adds them
     back as new documents."""
-    _statements(conn, passages.SCHEMA)
+    _statements(conn, passages.schema())
     passages.clear(conn)
     counts: Counter[str] = Counter()
     rows = conn.execute("SELECT d.id, d.ext, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
@@ -158,14 +165,37 @@ def _add_chunk_offsets(conn: sqlite3.Connection) -> None:
     conn.execute(_EMBEDDING_KEYS)
 
 
+def _resegment(conn: sqlite3.Connection) -> None:
+    """Schema 6 -> 7: both full-text tables made again with the new tokenizer and the segmented
+    columns, from the text the documents table's FTS row stores (passages and vectors kept)."""
+    rows = conn.execute(f"SELECT rowid, {', '.join(COLUMNS)} FROM documents_fts").fetchall()
+    conn.execute("DROP TABLE documents_fts")
+    conn.execute("DROP TABLE passages_fts")
+    _statements(conn, _fts_schema() + passages.schema())
+    for doc_id, *values in rows:
+        insert(conn, doc_id, tuple(value or "" for value in values))
+        passages.reindex(conn, doc_id, values[-1] or "")
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _add_mentions,
     4: _add_passages,
     5: _add_chunk_offsets,
+    6: _resegment,
 }
 """Schema version -> the step to the next one, for changes that need no rescan (or re-embedding)."""
 
-_SCHEMA = f"""
+
+def _fts_schema() -> str:
+    return f"""
+CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
+    {", ".join(FTS_COLUMNS)},
+    tokenize = "{segment.tokenizer()}"
+);
+"""
+
+
+_SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     id          INTEGER PRIMARY KEY,
     path        TEXT NOT NULL UNIQUE,
@@ -185,12 +215,9 @@ CREATE TABLE IF NOT EXISTS skipped (
     reason_code TEXT NOT NULL,
     reason      TEXT NOT NULL
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
-    {", ".join(COLUMNS)},
-    tokenize = 'porter unicode61 remove_diacritics 2'
-);
-{_MENTIONS}
-{passages.SCHEMA}
+{fts}
+{mentions}
+{passages}
 CREATE TABLE IF NOT EXISTS embeddings (
     doc_id      INTEGER NOT NULL,
     chunk       INTEGER NOT NULL,
@@ -201,13 +228,23 @@ CREATE TABLE IF NOT EXISTS embeddings (
     key         BLOB,
     PRIMARY KEY (doc_id, chunk)
 );
-{_EMBEDDING_KEYS};
+{keys};
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
-PRAGMA user_version = {SCHEMA_VERSION};
+PRAGMA user_version = {version};
 """
+
+
+def _schema() -> str:
+    return _SCHEMA.format(
+        fts=_fts_schema(),
+        mentions=_MENTIONS,
+        passages=passages.schema(),
+        keys=_EMBEDDING_KEYS,
+        version=SCHEMA_VERSION,
+    )
 
 
 @dataclass(frozen=True)
@@ -512,6 +549,8 @@ class Store:
         try:
             conn.execute("BEGIN IMMEDIATE")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version <= 6:
+                self.repaired = RESEGMENTED
             while version in MIGRATIONS:
                 MIGRATIONS[version](conn)
                 version += 1
@@ -543,7 +582,7 @@ class Store:
     def _create(self) -> None:
         conn = self.connect()
         try:
-            conn.executescript(f"BEGIN IMMEDIATE;\n{_SCHEMA}\nCOMMIT;")  # all of it or none
+            conn.executescript(f"BEGIN IMMEDIATE;\n{_schema()}\nCOMMIT;")  # all of it or none
         except SqliteError as exc:
             raise index_error(exc, "cannot create the index", self.path) from None
         finally:
