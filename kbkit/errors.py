@@ -44,7 +44,8 @@ class ExitCode(IntEnum):
     ENVIRONMENT = 3, "the environment: a missing dependency, a file or folder kbkit cannot use, a busy port"
     REMOTE = 4, "a remote server refused the request or could not be reached"
     INTERNAL = 70, "an unexpected error (a bug in kbkit): one line; `kbkit --debug ...` prints the traceback"
-    INTERRUPTED = 130, "stopped with Ctrl-C"
+    INTERRUPTED = 130, "stopped with Ctrl-C (SIGINT), `serve` and `serve --http` included"
+    CLOSED_PIPE = 141, "stdout closed early (piped into `head -1`, say): output stops quietly, as with git"
 
     meaning: str
 

@@ -30,7 +30,16 @@ def check_sync(ctx: Context) -> list[Finding]:
             Finding("sync", "warn", problem, "run kbkit sync (kbkit sync --force for hand edits)")
             for problem in report.problems
         ] + steps
-    return ok("sync", f"{len(report.outcomes)} client configs fresh and ignored by git") + steps
+    from kbkit.sync.gitignore import NOT_A_WORK_TREE, in_git_work_tree
+
+    grants = sum(1 for outcome in report.outcomes if outcome.what)
+    configs = len(report.outcomes) - grants
+    fresh = f"{configs} client config{'s' * (configs != 1)}" + (
+        f" and {grants} tool pre-approval{'s' * (grants != 1)}" if grants else ""
+    )
+    if not in_git_work_tree(ctx.settings.root):  # nothing to ask git: say so, never "ignored"
+        return ok("sync", f"{fresh} fresh; {NOT_A_WORK_TREE}") + steps
+    return ok("sync", f"{fresh} fresh and ignored by git") + steps
 
 
 def _entries(settings: Settings) -> list[tuple[Client, Any]]:

@@ -9,11 +9,13 @@ printed with the count, so stderr stays small whatever a client does.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TextIO
 
 REPEAT_INTERVAL = 10.0
@@ -104,3 +106,23 @@ def install_stderr_log(level: int = logging.WARNING) -> logging.Handler:
     handler.setLevel(level)
     logging.getLogger().addHandler(handler)
     return handler
+
+
+def status_line(line: str, log_format: str = "text") -> str:
+    """One of `kbkit serve`'s own lines (boot, status, stop) as stderr shows it: `[kbkit] line`,
+    or with `--log-format json` one JSON object, as the audit lines are, so a log shipper reads
+    every line the server writes."""
+    if log_format != "json":
+        return f"[kbkit] {line}"
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return json.dumps({"event": "status", "time": stamp, "message": line}, separators=(",", ":"))
+
+
+def status_writer(log_format: str = "text") -> Callable[[str], None]:
+    """Writes `status_line`s to stderr, each flushed at once (a supervisor reads them live)."""
+
+    def write(line: str) -> None:
+        sys.stderr.write(status_line(line, log_format) + "\n")
+        sys.stderr.flush()
+
+    return write

@@ -64,7 +64,7 @@ def gated(
     audit = Audit(plan.log_format)
 
     def wrap(app: ASGIApp) -> ASGIApp:
-        return _Lifespan(AuthGate(app, policy_, audit), verifier, store)
+        return _Lifespan(AuthGate(app, policy_, audit), verifier, store, audit)
 
     return routes, wrap
 
@@ -72,10 +72,13 @@ def gated(
 class _Lifespan:
     """Passes everything on; on the lifespan's start and end, does the gate's own chores."""
 
-    def __init__(self, app: ASGIApp, verifier: JwtVerifier | None, store: TokenStore | None) -> None:
+    def __init__(
+        self, app: ASGIApp, verifier: JwtVerifier | None, store: TokenStore | None, audit: Audit | None = None
+    ) -> None:
         self.app = app
         self.verifier = verifier
         self.store = store
+        self.audit = audit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
@@ -86,8 +89,11 @@ class _Lifespan:
             message = await receive()
             if message["type"] == "lifespan.startup" and self.verifier is not None:
                 await self._first_fetch(self.verifier)
-            elif message["type"] == "lifespan.shutdown" and self.store is not None:
-                self.store.save_last_use()
+            elif message["type"] == "lifespan.shutdown":
+                if self.store is not None:
+                    self.store.save_last_use()
+                if self.audit is not None:
+                    self.audit.close()  # the refusals still held back, counted
             return message
 
         await self.app(scope, chores, send)
