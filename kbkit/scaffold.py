@@ -94,9 +94,9 @@ def init_project(root: Path, *, kb_path: str = "docs", force: bool = False) -> I
 
 def count_documents(folder: Path, exclude_dirs: tuple[str, ...]) -> int:
     """How many files under `folder` `kbkit index` would index (registered types, ignore rules kept)."""
+    from kbkit.kb.formats.registry import Registry
     from kbkit.kb.ignore import IgnoreRules
     from kbkit.kb.indexer import walk
-    from kbkit.kb.parsers import Registry
 
     if not folder.is_dir():
         return 0

@@ -1,5 +1,5 @@
 """The CLI is thin and has one error boundary: every failure is one line, `kbkit: error: ...`, with
-the exit code README's table gives, and never a traceback (unless --debug asks for one).
+the exit code docs/commands.md's table gives, and never a traceback (unless --debug asks for one).
 
 Most tests drive the typer app in-process (CliRunner); a few run kbkit in a process of its own
 (forked from the suite's preloaded parent, on real pipes: tests/peers/launch.py), for what only a

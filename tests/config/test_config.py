@@ -412,7 +412,7 @@ def test_a_folder_named_kbkit_toml_is_the_root_and_not_skipped_for_a_parent(tmp_
     assert find_root(dangling) == dangling.resolve()
 
 
-# -- kbkit init's kbkit.toml and README's table, both written from the model --------------
+# -- kbkit init's kbkit.toml and docs/configuration.md's table, both written from the model --------------
 
 
 def example_blocks(text: str) -> list[tuple[int, int]]:

@@ -1,4 +1,4 @@
-"""`kbkit doctor`: each check with its broken condition made real, the JSON schema, and README's
+"""`kbkit doctor`: each check with its broken condition made real, the JSON schema, and docs/troubleshooting.md's
 troubleshooting table kept equal to the check list."""
 
 from __future__ import annotations
@@ -199,13 +199,13 @@ def test_a_missing_dependency_stops_the_command_with_one_line_not_a_traceback(tm
         env=env,
         timeout=60,
     )
-    assert result.returncode == 3  # the environment (README's exit codes)
+    assert result.returncode == 3  # the environment (docs/commands.md's exit codes)
     assert result.stderr.startswith("kbkit: error: dependencies not installed: tomlkit - run:")
     assert "Traceback" not in result.stderr
 
 
-def test_readme_troubleshooting_table_is_written_from_the_check_list() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_troubleshooting_table_is_written_from_the_check_list() -> None:
+    readme = (REPO / "docs" / "troubleshooting.md").read_text()
     start, end = "<!-- troubleshooting:start -->\n", "<!-- troubleshooting:end -->"
     table = readme.split(start, 1)[1].split(end, 1)[0]
     assert table == troubleshooting_table()

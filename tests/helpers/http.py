@@ -9,7 +9,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO
@@ -98,7 +98,7 @@ class HttpServer:
             stdout=subprocess.DEVNULL,
             stderr=self._log,
             env=self._env,
-            preexec_fn=(lambda: _limit_open_files(self._open_files)) if self._open_files else None,
+            preexec_fn=_limiting_open_files(self._open_files),
         )
 
     def wait_ready(self, timeout: float = 60.0) -> HttpServer:
@@ -142,13 +142,22 @@ class HttpServer:
                 self.process.wait(timeout=5)
         if self._log is not None:
             self._log.close()
-        return self.process.returncode
+        code = self.process.returncode
+        assert code is not None
+        return int(code)
 
 
-def _limit_open_files(limits: tuple[int, int]) -> None:
-    import resource
+def _limiting_open_files(limits: tuple[int, int] | None) -> Callable[[], None] | None:
+    """A preexec_fn that sets RLIMIT_NOFILE to `limits` in the child, or None to leave it."""
+    if limits is None:
+        return None
 
-    resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+
+    return limit
 
 
 def _child_env(token: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:

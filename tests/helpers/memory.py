@@ -47,6 +47,7 @@ class MemoryUpstream:
     def start(self) -> MemoryUpstream:
         if self._socket is None:  # a restart on the same port
             self._socket = wait_until(self._rebind, what=f"port {self.port} to be free again")
+        assert self._socket is not None
         self.process = start_memory_peer(
             [
                 "--key",

@@ -12,7 +12,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from mcp import Client, StdioServerParameters
+from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
+from mcp.types import CallToolResult, TextContent
 
 from tests.peers.launch import forked_kbkit
 
@@ -53,7 +55,7 @@ async def serve_stdio(
     *,
     stderr_path: Path | None = None,
     env: Mapping[str, str] | None = None,
-    message_handler=None,  # noqa: ANN001 - the SDK's MessageHandlerFnT
+    message_handler: MessageHandlerFnT | None = None,
     exec_script: bool = False,
 ) -> AsyncIterator[Client]:
     """`kbkit serve --root ROOT` in a process of its own (forked, tests/peers/launch.py), with the
@@ -77,9 +79,11 @@ async def serve_stdio(
             yield c
 
 
-def document_text(result) -> str:  # noqa: ANN001 - an mcp CallToolResult
+def document_text(result: CallToolResult) -> str:
     """The text a `get_document` result carries: its last text block (the first is the JSON of the rest)."""
-    return result.content[-1].text
+    block = result.content[-1]
+    assert isinstance(block, TextContent), block
+    return block.text
 
 
 @asynccontextmanager
@@ -87,7 +91,7 @@ async def serve_in_memory(
     root: Path,
     mode: str = "legacy",
     *,
-    message_handler=None,  # noqa: ANN001 - the SDK's MessageHandlerFnT
+    message_handler: MessageHandlerFnT | None = None,
 ) -> AsyncIterator[Client]:
     """The server `kbkit serve --root ROOT` builds, run in this process, with the real mcp client
     connected over the SDK's memory transport: protocol behaviour without a process start.

@@ -6,11 +6,12 @@ from __future__ import annotations
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from kbkit.catalog.clients import CLIENTS
 from kbkit.config import load_settings
 from kbkit.sync import jsonc
-from kbkit.sync.planner import sync
+from kbkit.sync.planner import SyncReport, sync
 from tests.helpers.project import make_project
 
 ALL = list(CLIENTS)
@@ -75,11 +76,12 @@ def git_repo(tmp_path: Path, clients: list[str] = ALL, extra: str = "") -> Path:
     return root
 
 
-def run_sync(root: Path, **options):
+def run_sync(root: Path, **options: Any) -> SyncReport:
     return sync(load_settings(root), **options)
 
 
-def read_entry(root: Path, client: str):
+def read_entry(root: Path, client: str) -> Any:
+    """kb's entry as the client's file holds it (parsed with that format's parser)."""
     spec = CLIENTS[client]
     text = (root / spec.path).read_text()
     data = tomllib.loads(text) if spec.format == "toml" else jsonc.loads(text)

@@ -1,5 +1,6 @@
-"""README stays true: CI runs exactly the test command README shows, every command it lists exists,
-and its tables of config keys and exit codes are the ones the code writes."""
+"""README and the manual stay true: CI runs exactly the test command README shows, README stays a front
+door whose links resolve, every command docs/commands.md lists exists, and the tables of config keys
+and exit codes are the ones the code writes."""
 
 from __future__ import annotations
 
@@ -66,29 +67,29 @@ def test_mypy_is_strict_over_the_library_and_the_benchmarks() -> None:
     assert config["strict"] is True and {"kbkit", "bench"} <= set(config["files"])
 
 
-def test_every_command_in_the_readme_table_exists() -> None:
+def test_every_command_in_the_commands_table_exists() -> None:
     commands = set(get_command(app).commands)  # type: ignore[attr-defined]
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "commands.md").read_text()
     listed = set(re.findall(r"^\| `kbkit (\w+)", text, re.MULTILINE))
     assert listed and listed <= commands
 
 
-def between(start: str, end: str) -> str:
-    return (ROOT / "README.md").read_text().split(start + "\n", 1)[1].split(end, 1)[0]
+def between(page: str, start: str, end: str) -> str:
+    return (ROOT / page).read_text().split(start + "\n", 1)[1].split(end, 1)[0]
 
 
 def test_the_key_table_is_written_from_the_config_model() -> None:
-    table = between(TABLE_START, TABLE_END)
-    assert table == key_table(), "README's key table is stale; replace it with:\n" + key_table()
+    table = between("docs/configuration.md", TABLE_START, TABLE_END)
+    assert table == key_table(), "docs/configuration.md's key table is stale; replace it with:\n" + key_table()
     rows = table.splitlines()[2:]
     assert len(rows) == sum(1 for _ in key_docs())
     assert {row.split("`")[1].split("]")[0][1:] for row in rows} == {name for name, _ in sections()}
 
 
 def test_the_exit_code_table_is_written_from_the_exit_codes() -> None:
-    table = between("<!-- exit-codes:start -->", "<!-- exit-codes:end -->")
+    table = between("docs/commands.md", "<!-- exit-codes:start -->", "<!-- exit-codes:end -->")
     assert table == exit_code_table(), (
-        "README's exit codes are stale; replace them with:\n" + exit_code_table()
+        "docs/commands.md's exit codes are stale; replace them with:\n" + exit_code_table()
     )
     assert [int(row.split("|")[1]) for row in table.splitlines()[2:]] == [int(code) for code in ExitCode]
 
@@ -177,3 +178,14 @@ def test_sync_check_help_names_every_reason_it_exits_1(tmp_path: Path) -> None:
     assert seen == set(SYNC_CHECK_REASONS), set(SYNC_CHECK_REASONS) - seen
     for words in SYNC_CHECK_REASONS.values():
         assert words in text, f"kbkit sync --help does not say {words!r}: {text}"
+
+
+def test_readme_is_a_front_door_whose_links_resolve() -> None:
+    """README says what kbkit is and how to start; the manual lives in docs/. Every relative link in
+    README and the docs pages points at a file that exists."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).exists(), f"{page.relative_to(ROOT)} links to a missing {target}"

@@ -1,4 +1,4 @@
-"""The client table as users meet it: README and docs/clients.md written from it, start-up
+"""The client table as users meet it: docs/sync.md and docs/clients.md written from it, start-up
 timeouts where agents give up early, one `.mcp.json` entry for two agents, and each agent's own
 remaining step said by `kbkit sync` and repeated by `kbkit doctor`."""
 
@@ -41,8 +41,8 @@ def cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return kbkit_in_process(*args, "--root", str(root))
 
 
-def test_readme_s_client_table_is_the_client_table() -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_sync_page_s_client_table_is_the_client_table() -> None:
+    readme = (REPO / "docs" / "sync.md").read_text()
     block = re.search(r"<!-- clients:start -->\n(.*?)<!-- clients:end -->", readme, re.DOTALL)
     assert block is not None and block.group(1) == clients_table()
     assert len(CLIENTS) >= 23
