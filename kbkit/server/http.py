@@ -350,7 +350,7 @@ async def serve_http(server: Server[Any], plan: HttpPlan, sock: socket.socket) -
         timeout_graceful_shutdown=GRACEFUL_SECONDS,
         server_header=False,
     )
-    handler = install_stderr_log()
+    handler = install_stderr_log(log_format=plan.auth.log_format if plan.auth else "text")
     graceful = _GracefulServer(config, drain)
     try:
         await graceful.serve(sockets=[sock])

@@ -89,20 +89,27 @@ class RateLimitedHandler(logging.StreamHandler[TextIO]):
 
 
 class OneLineFormatter(logging.Formatter):
-    """`[kbkit] (logger) message (exception)`: a traceback would turn one event into a dozen lines."""
+    """`[kbkit] (logger) message (exception)`: a traceback would turn one event into a dozen lines.
+    With `log_format` "json", the same line as a `status_line` JSON object."""
+
+    def __init__(self, log_format: str = "text") -> None:
+        super().__init__()
+        self.log_format = log_format
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             message += f" ({record.exc_info[1]!r})"
         source = "" if record.name.startswith("kbkit") else f"({record.name}) "
-        return f"[kbkit] {source}{message}{getattr(record, 'held_back', '')}".replace("\n", " ")
+        line = f"{source}{message}{getattr(record, 'held_back', '')}".replace("\n", " ")
+        return status_line(line, self.log_format)
 
 
-def install_stderr_log(level: int = logging.WARNING) -> logging.Handler:
+def install_stderr_log(level: int = logging.WARNING, log_format: str = "text") -> logging.Handler:
     """Route every warning in the process to stderr through the rate limit. The caller removes and
     closes the handler when serving ends (closing prints what was still held back)."""
     handler = RateLimitedHandler()
+    handler.setFormatter(OneLineFormatter(log_format))
     handler.setLevel(level)
     logging.getLogger().addHandler(handler)
     return handler

@@ -15,8 +15,6 @@ from kbkit.errors import ExitCode
 from tests.helpers.http import INITIALIZE, JSON_HEADERS, HttpServer, auth_headers
 from tests.helpers.serve import kbkit_command
 
-pytestmark = pytest.mark.processes
-
 
 def json_lines(text: str) -> list[dict[str, object]]:
     lines = [line for line in text.splitlines() if line.strip()]
@@ -29,6 +27,7 @@ def json_lines(text: str) -> list[dict[str, object]]:
     return parsed
 
 
+@pytest.mark.processes
 def test_log_format_json_makes_the_stdio_boot_and_status_lines_json(project: Path) -> None:
     done = subprocess.run(
         [*kbkit_command(), "serve", "--root", str(project), "--log-format", "json"],
@@ -45,6 +44,7 @@ def test_log_format_json_makes_the_stdio_boot_and_status_lines_json(project: Pat
     assert all(not message.startswith("[kbkit]") for message in messages)
 
 
+@pytest.mark.processes
 def test_log_format_json_makes_every_http_stderr_line_json(project: Path) -> None:
     server = HttpServer(project, args=("--log-format", "json"))
     try:
@@ -62,6 +62,7 @@ def test_log_format_json_makes_every_http_stderr_line_json(project: Path) -> Non
     assert any(str(event.get("message", "")).startswith("stopped:") for event in events)
 
 
+@pytest.mark.processes
 def test_refusals_held_back_by_the_rate_limit_are_counted_at_shutdown(project: Path) -> None:
     server = HttpServer(project)
     try:
@@ -79,3 +80,21 @@ def test_refusals_held_back_by_the_rate_limit_are_counted_at_shutdown(project: P
     assert len(audit) == 2, server.stderr()
     assert " - (-) " in audit[0] and " 401 " in audit[0]
     assert "2 more refused (401) not logged in the last" in audit[1], audit[1]
+
+
+def test_log_format_json_makes_the_http_stacks_warnings_json_too() -> None:
+    """The rate-limited handler every warning of the HTTP stack goes through, in JSON mode."""
+    import io
+    import logging
+
+    from kbkit.server.logs import OneLineFormatter, RateLimitedHandler
+
+    stream = io.StringIO()
+    handler = RateLimitedHandler(stream)
+    handler.setFormatter(OneLineFormatter("json"))
+    record = logging.LogRecord(
+        "uvicorn.error", logging.WARNING, __file__, 1, "Invalid HTTP request", None, None
+    )
+    handler.handle(record)
+    (event,) = json_lines(stream.getvalue())
+    assert event["event"] == "status" and event["message"] == "(uvicorn.error) Invalid HTTP request"
