@@ -98,3 +98,22 @@ def test_log_format_json_makes_the_http_stacks_warnings_json_too() -> None:
     handler.handle(record)
     (event,) = json_lines(stream.getvalue())
     assert event["event"] == "status" and event["message"] == "(uvicorn.error) Invalid HTTP request"
+
+
+def test_refusals_held_back_are_counted_when_their_interval_ends_with_no_refusal_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The timer: no later refusal and no shutdown, yet the count is printed once the interval is over."""
+    from kbkit.server.auth import audit as audit_module
+    from kbkit.server.auth.audit import Audit, Entry
+    from tests.helpers.wait import wait_until
+
+    monkeypatch.setattr(audit_module, "REFUSED_INTERVAL", 0.2)
+    lines: list[str] = []
+    audit = Audit("text", lines.append)
+    for _ in range(4):
+        audit.record(Entry("-", "-", "POST", None, 401, 10, 1.0))
+    wait_until(lambda: len(lines) == 2, timeout=30, what="the held-back count")
+    assert "3 more refused (401) not logged in the last" in lines[1], lines
+    audit.close()
+    assert len(lines) == 2  # nothing held back any more: shutdown adds no line
