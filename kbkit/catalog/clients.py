@@ -84,6 +84,9 @@ class Client:
     """always | http (only for a direct HTTP entry, which names MCP_TOKEN) | preapprove"""
     source: str = ""
     """Where the facts of this row come from (docs/clients.md has the detail)."""
+    server_file: str | None = None
+    """For a client that keeps one file per server (Continue): where a team server's file goes,
+    `{server}` being its name; None: team servers go into `path` beside kb."""
 
     @property
     def user_level(self) -> bool:
@@ -92,6 +95,10 @@ class Client:
     def step(self, server: str) -> str | None:
         """The caveat for a server of this name."""
         return self.caveat.replace("{server}", server) if self.caveat else None
+
+    def path_for(self, server: str) -> str:
+        """The file a team server's entry goes in."""
+        return self.server_file.replace("{server}", server) if self.server_file else self.path
 
 
 CLIENTS: dict[str, Client] = {
@@ -352,6 +359,7 @@ CLIENTS: dict[str, Client] = {
             None,
             caveat="use Continue in agent mode: MCP tools are offered only there",
             source="continuedev/continue docs/customize/deep-dives/mcp.mdx",
+            server_file=".continue/mcpServers/{server}.json",
         ),
         Client(
             "trae",

@@ -320,3 +320,14 @@ def test_without_a_skills_lock_the_doctor_does_not_claim_skills_were_verified(tm
 def test_the_doctor_counts_tool_pre_approvals_apart_from_client_configs(tmp_path: Path) -> None:
     (finding, *_) = by_check(ready(tmp_path))["sync"]
     assert finding["finding"].startswith("1 client config and 1 tool pre-approval fresh"), finding
+
+
+def test_anonymous_mode_with_personal_tokens_is_a_warning_that_says_they_are_ignored(tmp_path: Path) -> None:
+    from kbkit.server.auth.tokens import create
+
+    root = make_project(tmp_path / "project")
+    (root / ".env.local").write_text("MCP_ALLOW_ANONYMOUS=1\n")
+    create(root / ".kbkit" / "tokens.json", "alice", "read", None)
+    findings = by_check(root)["auth"]
+    warned = [f for f in findings if f["status"] == "warn" and "MCP_ALLOW_ANONYMOUS" in f["finding"]]
+    assert warned and "ignores personal tokens created after it started" in warned[0]["finding"]

@@ -80,11 +80,12 @@ def run_sync(root: Path, **options: Any) -> SyncReport:
     return sync(load_settings(root), **options)
 
 
-def read_entry(root: Path, client: str) -> Any:
-    """kb's entry as the client's file holds it (parsed with that format's parser)."""
+def read_entry(root: Path, client: str, server: str = "kb", *, path: str | None = None) -> Any:
+    """A server's entry (kb's by default) as the client's file holds it, parsed with that format's
+    parser; `path`: the file, when not the client's own (Continue's file per server)."""
     spec = CLIENTS[client]
-    text = (root / spec.path).read_text()
+    text = (root / (path or spec.path)).read_text()
     data = tomllib.loads(text) if spec.format == "toml" else jsonc.loads(text)
-    for key in (*spec.root_key, "kb"):
+    for key in (*spec.root_key, server):
         data = data[key]
     return data

@@ -125,11 +125,6 @@ def test_every_output_is_ignored_by_git_and_user_gitignore_lines_are_kept(tmp_pa
     assert ".mcp.json" not in tracked and ".codex" not in tracked
 
 
-
-
-
-
-
 @pytest.mark.git
 def test_merging_keeps_everything_of_the_user_and_a_second_run_is_a_no_op(tmp_path: Path) -> None:
     root = git_repo(tmp_path, ["claude-code", "vscode", "zed", "codex"])
@@ -510,8 +505,6 @@ async def test_a_client_without_an_env_dialect_reaches_a_remote_server_through_k
                 assert (await initialize_and_search(c)).endswith("adr/0001-guards.md")
     finally:
         server.stop()
-
-
 
 
 VARIANTS = {
