@@ -101,6 +101,10 @@ FTS_TABLES = ("documents_fts", "passages_fts")
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
+RECLAIM_SHARE = 0.25
+"""Free pages past this share of the file are given back to the file system after a scan."""
+RECLAIM_MIN_BYTES = 1024 * 1024
+"""...in a file at least this large: a small index is not rewritten for a few pages."""
 PEEK_SECONDS = 0.25
 """The most a server start spends counting the documents an index already holds (`Store.peek`)
 before it answers: counting is linear in the index (about 4 ms for 10,000 documents)."""
@@ -285,13 +289,17 @@ class Store:
         store.prepare(deep=deep)
         return store
 
-    def connect(self) -> sqlite3.Connection:
-        """A new connection in autocommit mode; callers BEGIN their own transactions."""
+    def connect(self, *, new: bool = False) -> sqlite3.Connection:
+        """A new connection in autocommit mode; callers BEGIN their own transactions. `new`: the
+        file is being created, and is made with incremental vacuum on (`reclaim` needs it, and
+        SQLite takes it only before the first table, and before the switch to WAL)."""
         try:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if new:
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
         except SqliteError as exc:
@@ -579,8 +587,41 @@ class Store:
                 )
         return None
 
+    def reclaim(self, conn: sqlite3.Connection, *, removed: int = 0, before: int = 0) -> bool:
+        """Shrink the file once much of it is no longer used: SQLite keeps freed pages, and FTS5
+        keeps a removed document's entries in its segments until they are merged, so an index that
+        went from 1,660 documents to 155 stayed at its old size. When RECLAIM_SHARE of the file is
+        free, or of the `before` documents `removed` left: merge the FTS5 segments, then give the
+        free pages back (incremental vacuum; a file made before that was the default is rewritten
+        once by VACUUM). On the writer's connection, under the writer lock, outside a transaction.
+        True when it reclaimed."""
+
+        def pages() -> tuple[int, int, int]:
+            size, count, free = (
+                int(conn.execute(f"PRAGMA {name}").fetchall()[0][0])  # fetchall: no statement left open
+                for name in ("page_size", "page_count", "freelist_count")
+            )
+            return size, count, free
+
+        page_size, count, free = pages()
+        many_gone = before > 0 and removed >= before * RECLAIM_SHARE
+        if count * page_size < RECLAIM_MIN_BYTES or not (many_gone or free >= count * RECLAIM_SHARE):
+            return False
+        for table in FTS_TABLES:  # a merge drops the removed documents' entries: more pages free
+            conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
+        page_size, count, free = pages()
+        if free * page_size < RECLAIM_MIN_BYTES / 4:
+            return False
+        if int(conn.execute("PRAGMA auto_vacuum").fetchall()[0][0]) == 2:  # incremental
+            conn.executescript("PRAGMA incremental_vacuum;")  # stepped to the end (one step frees one page)
+        else:
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # VACUUM applies it: next time, no rewrite
+            conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the file itself shrinks here
+        return True
+
     def _create(self) -> None:
-        conn = self.connect()
+        conn = self.connect(new=True)
         try:
             conn.executescript(f"BEGIN IMMEDIATE;\n{_schema()}\nCOMMIT;")  # all of it or none
         except SqliteError as exc:
