@@ -17,23 +17,21 @@ from typing import Annotated, Any
 from dotenv import dotenv_values
 from pydantic import TypeAdapter, ValidationError
 
+from kbkit.config.fields import Invalid, Section, nearest
 from kbkit.config.model import (
     Http,
-    Invalid,
     Kb,
     KbkitConfig,
     Memory,
     Search,
-    Section,
     Server,
     Skills,
     Sync,
-    TeamServer,
     keys,
-    nearest,
     section_at,
     sections,
 )
+from kbkit.config.servers import TeamServer
 from kbkit.errors import ConfigError
 from kbkit.fsutil import read_text_file
 
