@@ -18,7 +18,8 @@ from kbkit.cli import app
 from kbkit.config import load_settings
 from kbkit.errors import ExitCode, IndexUnavailable
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.store import SCHEMA_VERSION, Peek, SqliteError, Store, index_error
+from kbkit.kb.schema import SCHEMA_VERSION
+from kbkit.kb.store import Peek, SqliteError, Store, index_error
 from tests.helpers.project import make_project
 
 SQLITE_CLASSES = sorted(
