@@ -15,6 +15,13 @@ from types import TracebackType
 CTRL_C = b"\x03"
 
 
+def as_at_a_shell() -> None:
+    """In a child before exec: SIGINT back to its default, as a shell starts a command. A
+    disposition of "ignore" is inherited across exec, and a test process may hold one (left by
+    other code in it), which would make every Ctrl-C test measure that instead of kbkit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Terminal:
     """`argv` started in a new pseudo-terminal; `output` is everything it has printed so far."""
 
@@ -23,6 +30,7 @@ class Terminal:
         pid, fd = pty.fork()
         if pid == 0:  # the child: the terminal is its controlling tty; become the command at once
             try:
+                as_at_a_shell()
                 os.execve(argv[0], list(argv), environment)
             finally:
                 os._exit(127)

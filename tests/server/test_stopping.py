@@ -16,7 +16,7 @@ import pytest
 from kbkit.errors import ExitCode
 from tests.helpers.http import HttpServer
 from tests.helpers.serve import kbkit_command
-from tests.helpers.terminal import CTRL_C, Terminal
+from tests.helpers.terminal import CTRL_C, Terminal, as_at_a_shell
 from tests.helpers.wait import wait_until
 
 pytestmark = pytest.mark.processes
@@ -55,6 +55,7 @@ def test_sigint_stops_stdio_serve_while_stdin_is_an_open_pipe(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
+            preexec_fn=as_at_a_shell,  # an agent starts it with SIGINT at its default
         )
     try:
         wait_until(lambda: "indexing finished" in log.read_text(), timeout=60)
