@@ -13,7 +13,10 @@ import tarfile
 import time
 from pathlib import Path
 
+from kbkit.config import load_settings
+from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.formats.markdown import parse_markdown
+from kbkit.kb.indexer import ScanReport
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -37,6 +40,24 @@ def write_project(root: Path, kb_path: str) -> None:
     """A minimal kbkit project: `root/kbkit.toml` pointing at `root/<kb_path>`."""
     (root / kb_path).mkdir(parents=True, exist_ok=True)
     (root / "kbkit.toml").write_text(f'[kb]\npath = "{kb_path}"\n', encoding="utf-8")
+
+
+def scan_project(root: Path) -> ScanReport:
+    """What `kbkit index` does for the project at `root`, in this process: open, scan, close."""
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        return kb.scan()
+    finally:
+        kb.close()
+
+
+def indexed_corpus(archive: Path, root: Path, kb_path: str) -> int:
+    """A new project at `root` over the corpus `archive` unpacks (its folder `kb_path`), indexed:
+    how many documents it holds."""
+    root.mkdir()
+    unpack(archive, root)
+    write_project(root, kb_path)
+    return scan_project(root).documents
 
 
 def free_port() -> int:

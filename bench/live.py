@@ -35,15 +35,12 @@ from bench._util import (
     MachineWatch,
     cpu_seconds,
     data_dir,
+    indexed_corpus,
     ms,
     percentile,
     print_table,
-    unpack,
     verdict,
-    write_project,
 )
-from kbkit.config import load_settings
-from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.uris import doc_uri
 from tests.helpers.serve import serve_stdio
 
@@ -192,14 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="kbkit-live-") as tmp:
         root = Path(tmp) / "project"
-        root.mkdir()
-        unpack(archive, root)
-        write_project(root, KB_FOLDER)
-        kb = KnowledgeBase.open(load_settings(root))
-        try:
-            documents = kb.scan().documents
-        finally:
-            kb.close()
+        documents = indexed_corpus(archive, root, KB_FOLDER)
         target = pick_target(root / KB_FOLDER)
         legacy, legacy_missed = anyio.run(legacy_latency, root, target, args.edits, args.gap)
         modern, modern_missed = anyio.run(modern_latency, root, target, args.edits, args.gap)
