@@ -10,7 +10,9 @@ import socket
 import statistics
 import sys
 import tarfile
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from kbkit.config import load_settings
@@ -51,13 +53,16 @@ def scan_project(root: Path) -> ScanReport:
         kb.close()
 
 
-def indexed_corpus(archive: Path, root: Path, kb_path: str) -> int:
-    """A new project at `root` over the corpus `archive` unpacks (its folder `kb_path`), indexed:
-    how many documents it holds."""
-    root.mkdir()
-    unpack(archive, root)
-    write_project(root, kb_path)
-    return scan_project(root).documents
+@contextlib.contextmanager
+def indexed_corpus(archive: Path, kb_path: str, prefix: str) -> Iterator[tuple[Path, int]]:
+    """A project in a temporary folder over the corpus `archive` unpacks (its folder `kb_path`),
+    indexed: its root and how many documents it holds. The folder goes when the block ends."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp) / "project"
+        root.mkdir()
+        unpack(archive, root)
+        write_project(root, kb_path)
+        yield root, scan_project(root).documents
 
 
 def free_port() -> int:

@@ -635,9 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
     machine = MachineWatch()
 
-    with tempfile.TemporaryDirectory(prefix="kbkit-http-load-") as tmp:
-        root = Path(tmp) / "project"
-        documents = indexed_corpus(archive, root, KB_FOLDER)
+    with indexed_corpus(archive, KB_FOLDER, "kbkit-http-load-") as (root, documents):
         queries = make_queries(root / KB_FOLDER, args.queries, args.seed, max_words=3)
         random.Random(args.seed).shuffle(queries)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -187,9 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
     machine = MachineWatch()
 
-    with tempfile.TemporaryDirectory(prefix="kbkit-live-") as tmp:
-        root = Path(tmp) / "project"
-        documents = indexed_corpus(archive, root, KB_FOLDER)
+    with indexed_corpus(archive, KB_FOLDER, "kbkit-live-") as (root, documents):
         target = pick_target(root / KB_FOLDER)
         legacy, legacy_missed = anyio.run(legacy_latency, root, target, args.edits, args.gap)
         modern, modern_missed = anyio.run(modern_latency, root, target, args.edits, args.gap)
