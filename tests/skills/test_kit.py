@@ -17,12 +17,8 @@ from kbkit.errors import ConfigError
 from kbkit.skills.files import folder_hash
 from kbkit.skills.install import add, check, install, remove, update
 from kbkit.skills.lock import read_lock
-from tests.helpers.skills import commit_all, git, new_project, write_skill
+from tests.helpers.skills import commit_all, git, new_project, project_with_skills, run_kbkit, write_skill
 from tests.peers.launch import forked_kbkit
-
-
-def run_kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
 
 
 def skill_repo(tmp_path: Path) -> Path:
@@ -203,11 +199,7 @@ def test_a_moved_tag_is_refused_by_install_until_update_accepts_it(tmp_path: Pat
 
 @pytest.mark.processes
 def test_a_source_that_no_longer_matches_is_refused_while_the_rest_installs(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    for name in ("kb-usage", "other-skill"):
-        write_skill(root / "skill-sources" / name)
-    settings = load_settings(root)
-    add(settings, "skill-sources", all_skills=True)
+    root, settings = project_with_skills(tmp_path, "kb-usage", "other-skill")
     (root / "skill-sources/kb-usage/references/notes.md").write_text("# Notes, revised\n")
     assert any("changed since it was locked" in p for p in check(settings).problems)
     report = install(settings)
@@ -224,11 +216,7 @@ def test_a_source_that_no_longer_matches_is_refused_while_the_rest_installs(tmp_
 
 @pytest.mark.git
 def test_remove_unpins_and_deletes_the_installed_copies_but_keeps_a_changed_one(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    for name in ("kb-usage", "edited"):
-        write_skill(root / "skill-sources" / name)
-    settings = load_settings(root)
-    add(settings, "skill-sources", all_skills=True)
+    root, settings = project_with_skills(tmp_path, "kb-usage", "edited")
     (root / ".agents/skills/edited/mine.md").write_text("my notes")
     remove(settings, "kb-usage")
     report = remove(settings, "edited")
@@ -291,10 +279,7 @@ def test_the_lock_keeps_unknown_keys_their_order_and_entries_kbkit_does_not_rest
 
 @pytest.mark.processes
 def test_sync_check_fails_when_installed_skills_are_out_of_date(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    (root / "kbkit.toml").write_text(
-        (root / "kbkit.toml").read_text() + '[sync]\nclients = ["claude-code"]\n'
-    )
+    root = new_project(tmp_path, sync_clients='["claude-code"]')
     write_skill(root / "skill-sources" / "kb-usage")
     add(load_settings(root), "skill-sources/kb-usage")
     subprocess.run([*forked_kbkit(), "sync", "--root", str(root)], check=True, capture_output=True)
