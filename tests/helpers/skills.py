@@ -61,6 +61,17 @@ def new_project(
     return root
 
 
+def project_with_skill(
+    tmp_path: Path, name: str = "kb-usage", folder: str = "skill-sources"
+) -> tuple[Path, Settings]:
+    """A new project with one skill, `folder/name`, added by that path (pinned, installed)."""
+    root = new_project(tmp_path)
+    write_skill(root / folder / name)
+    settings = load_settings(root)
+    add(settings, f"{folder}/{name}")
+    return root, settings
+
+
 def project_with_skills(tmp_path: Path, *names: str) -> tuple[Path, Settings]:
     """A new project with the skills `names` under skill-sources/, every one added (pinned, installed)."""
     root = new_project(tmp_path)

@@ -17,7 +17,15 @@ from kbkit.errors import ConfigError
 from kbkit.skills.files import folder_hash
 from kbkit.skills.install import add, check, install, remove, update
 from kbkit.skills.lock import read_lock
-from tests.helpers.skills import commit_all, git, new_project, project_with_skills, run_kbkit, write_skill
+from tests.helpers.skills import (
+    commit_all,
+    git,
+    new_project,
+    project_with_skill,
+    project_with_skills,
+    run_kbkit,
+    write_skill,
+)
 from tests.peers.launch import forked_kbkit
 
 
@@ -117,9 +125,7 @@ def test_a_lock_an_older_kbkit_wrote_with_requested_ref_is_read_and_moved_out_on
     tmp_path: Path,
 ) -> None:
     source = skill_repo(tmp_path)
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "kb-usage")
-    add(load_settings(root), "skill-sources/kb-usage")
+    root, _ = project_with_skill(tmp_path)
     config = (root / "kbkit.toml").read_text()
     add(load_settings(root), str(source), skills=["review-rules"], ref="v1")
     (root / "kbkit.toml").write_text(config)  # as an older kbkit left it: the ask in the lock
@@ -159,9 +165,7 @@ def test_a_second_clone_restores_exactly_the_same_install_from_the_lock(tmp_path
 
 @pytest.mark.processes
 def test_a_tampered_installed_file_is_caught_by_check_with_the_path(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "kb-usage")
-    add(load_settings(root), "skill-sources/kb-usage")
+    root, _ = project_with_skill(tmp_path)
     (root / ".agents/skills/kb-usage/references/notes.md").write_text("injected instructions\n")
     result = run_kbkit("skills", "check", root=root)
     assert result.returncode == 1
@@ -230,10 +234,7 @@ def test_remove_unpins_and_deletes_the_installed_copies_but_keeps_a_changed_one(
 def test_install_leaves_skill_folders_it_did_not_install_alone_and_prune_moves_them_aside(
     tmp_path: Path,
 ) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "kb-usage")
-    settings = load_settings(root)
-    add(settings, "skill-sources/kb-usage")
+    root, settings = project_with_skill(tmp_path)
     write_skill(root / ".agents/skills/hand-made")  # installed by hand, or by another tool
     report = install(settings)
     assert report.unlocked == ["hand-made"] and (root / ".agents/skills/hand-made/SKILL.md").exists()
@@ -291,10 +292,7 @@ def test_sync_check_fails_when_installed_skills_are_out_of_date(tmp_path: Path) 
 
 @pytest.mark.processes
 def test_migrate_moves_sources_out_of_the_folder_npx_treats_as_an_agent_folder(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skills" / "kb-usage")
-    settings = load_settings(root)
-    add(settings, "skills/kb-usage")
+    root, settings = project_with_skill(tmp_path, folder="skills")
     assert any("npx skills remove deletes it" in w for w in check(settings).warnings)
     result = run_kbkit("skills", "migrate", root=root)
     assert result.returncode == 0, result.stderr
@@ -334,9 +332,7 @@ def test_every_agent_kbkit_syncs_for_has_its_skill_folder_or_says_it_has_none() 
 
 @pytest.mark.processes
 def test_json_reports_for_list_and_check(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "kb-usage")
-    add(load_settings(root), "skill-sources/kb-usage")
+    root, _ = project_with_skill(tmp_path)
     listed = json.loads(run_kbkit("skills", "list", "--json", root=root).stdout)
     assert (
         listed["skills"][0]["name"] == "kb-usage" and listed["skills"][0]["state"] == "installed and verified"
