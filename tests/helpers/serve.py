@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
@@ -84,6 +85,20 @@ def document_text(result: CallToolResult) -> str:
     block = result.content[-1]
     assert isinstance(block, TextContent), block
     return block.text
+
+
+SESSION_BOUND = 60
+"""Seconds a test's whole session with the server may take: a hang fails the test instead."""
+
+
+@asynccontextmanager
+async def bounded_session(
+    root: Path, mode: str = "legacy", seconds: float = SESSION_BOUND
+) -> AsyncIterator[Client]:
+    """`serve_in_memory` within `seconds`, start-up scan and all."""
+    with anyio.fail_after(seconds):
+        async with serve_in_memory(root, mode) as client:
+            yield client
 
 
 @asynccontextmanager
