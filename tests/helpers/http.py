@@ -16,7 +16,9 @@ from typing import IO
 
 from mcp import Client
 
+from kbkit.config import STATE_DIR
 from kbkit.errors import ExitCode
+from kbkit.server.auth.tokens import TOKENS_FILE, create
 from tests.helpers.serve import kbkit_command
 from tests.peers.launch import Forked
 
@@ -165,6 +167,12 @@ def _child_env(token: str | None, extra: Mapping[str, str] | None) -> dict[str, 
     if token is not None:
         env["MCP_TOKEN"] = token
     return {**env, **(extra or {})}
+
+
+def personal_tokens(root: Path, *names: str) -> list[str]:
+    """A personal read token (no expiry) for each of `names`, in the project's own tokens file."""
+    path = root / STATE_DIR / TOKENS_FILE
+    return [create(path, name, "read", None) for name in names]
 
 
 def auth_headers(token: str = TEST_TOKEN) -> dict[str, str]:
