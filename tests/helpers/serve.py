@@ -7,7 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -47,6 +47,20 @@ def kbkit_in_process(
 
     result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
     return subprocess.CompletedProcess(["kbkit", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def serve_with_no_client(
+    root: Path, *args: str, command: Sequence[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`kbkit serve --root ROOT ARGS` whose stdin ends at once: it boots, finds no client and stops,
+    leaving its boot lines and exit code. `command` runs kbkit (default: the console script)."""
+    return subprocess.run(
+        [*(command or kbkit_command()), "serve", "--root", str(root), *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @asynccontextmanager

@@ -406,7 +406,7 @@ async def test_installed_skills_are_offered_as_prompts_and_resources(tmp_path: P
 async def test_the_server_offers_only_skills_whose_hash_verifies_and_says_which_it_does_not(
     tmp_path: Path,
 ) -> None:
-    from tests.helpers.serve import serve_stdio
+    from tests.helpers.serve import serve_stdio, serve_with_no_client
 
     root = new_project(tmp_path)
     for name in ("good-skill", "tampered", "unlocked"):
@@ -420,13 +420,7 @@ async def test_the_server_offers_only_skills_whose_hash_verifies_and_says_which_
         assert [p.name for p in (await client.list_prompts()).prompts] == ["skill.good-skill"]
         uris = [r.uri for r in (await client.list_resources()).resources if r.uri.startswith("skill://")]
         assert uris and all(uri.startswith("skill://good-skill/") for uri in uris)
-    boot = subprocess.run(
-        [*forked_kbkit(), "serve", "--root", str(root), "--no-watch"],
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stderr
+    boot = serve_with_no_client(root, "--no-watch", command=forked_kbkit()).stderr
     assert "tampered: the installed copy was changed" in boot and "not offered over MCP" in boot
     doctor = run_kbkit("doctor", root=root)
     assert "skills: tampered: the installed copy was changed" in doctor.stdout
