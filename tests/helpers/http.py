@@ -21,6 +21,7 @@ from kbkit.errors import ExitCode
 from kbkit.server.auth.tokens import TOKENS_FILE, create
 from tests.helpers.serve import kbkit_command
 from tests.peers.launch import Forked
+from tests.peers.loopback import Loopback
 
 JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
@@ -46,7 +47,7 @@ _LISTENING = re.compile(r'(?:\] |"message":")http: http://[^\s"]+:(\d+)/mcp ')
 """The boot line naming the port, as text or (`--log-format json`) as a JSON status line."""
 
 
-class HttpServer:
+class HttpServer(Loopback):
     """`kbkit serve --http` in a process of its own on loopback: forked from a preloaded parent
     (tests/peers/launch.py), or with `exec_script` the console script started as agents start it.
 
@@ -76,14 +77,6 @@ class HttpServer:
         self._open_files = open_files
         self._log: IO[str] | None = None
         self._start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def _start(self) -> None:
         if self._log is not None:
