@@ -35,6 +35,8 @@ from tests.helpers.project import SAMPLE_DOCS, make_project
 from tests.helpers.serve import ERAS, SESSION_BOUND, bounded_session, document_text, serve_stdio
 from tests.peers.launch import forked_kbkit
 
+pytestmark = pytest.mark.anyio
+
 CLI_BOUND = 30
 
 
@@ -98,7 +100,6 @@ async def assert_still_searching(client: Client) -> None:
 
 
 @pytest.mark.processes
-@pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_damaged_files_are_skipped_with_a_reason_and_the_session_keeps_serving(
     tmp_path: Path, mode: str
@@ -131,7 +132,6 @@ async def test_damaged_files_are_skipped_with_a_reason_and_the_session_keeps_ser
         assert says in line
 
 
-@pytest.mark.anyio
 async def test_a_zero_byte_document_is_an_empty_document_not_a_failure(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", {**SAMPLE_DOCS, "empty.md": b"", "blank.txt": b""})
     async with bounded_session(root) as client:
@@ -169,7 +169,6 @@ def test_a_scan_over_files_whose_names_are_not_utf8_does_not_raise(tmp_path: Pat
 
 
 @pytest.mark.processes
-@pytest.mark.anyio
 async def test_the_server_starts_and_serves_when_the_kb_holds_files_whose_names_are_not_utf8(
     tmp_path: Path,
 ) -> None:
@@ -297,7 +296,6 @@ REFUSED = [
 ]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_garbage_queries_get_results_or_a_tool_error_never_a_protocol_error(
     tmp_path: Path, mode: str
@@ -321,7 +319,6 @@ async def test_garbage_queries_get_results_or_a_tool_error_never_a_protocol_erro
         await assert_still_searching(client)
 
 
-@pytest.mark.anyio
 async def test_a_long_query_is_answered_and_its_note_says_it_was_cut(tmp_path: Path) -> None:
     long_query = "guard " + " ".join(f"term{i}" for i in range(2000))
     huge_query = "guard sequence " * 20_000
@@ -373,7 +370,6 @@ BAD_ARGUMENTS = [
 ]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_invalid_tool_arguments_come_back_as_tool_errors_naming_the_argument(
     project: Path, mode: str
@@ -391,7 +387,6 @@ async def test_invalid_tool_arguments_come_back_as_tool_errors_naming_the_argume
         await assert_still_searching(client)
 
 
-@pytest.mark.anyio
 async def test_arguments_of_the_wrong_json_type_are_refused_not_coerced(project: Path) -> None:
     """The declared schema says integer/string; `true` and `"5"` are neither (search() itself refuses bools)."""
     wrong_types = [
@@ -433,7 +428,6 @@ BAD_CURSORS = [
 ]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_an_invalid_resources_list_cursor_is_invalid_params(project: Path, mode: str) -> None:
     async with bounded_session(project, mode) as client:
@@ -446,7 +440,6 @@ async def test_an_invalid_resources_list_cursor_is_invalid_params(project: Path,
         await assert_still_searching(client)
 
 
-@pytest.mark.anyio
 async def test_a_forged_cursor_holding_unencodable_or_deeply_nested_json_is_invalid_params(
     project: Path,
 ) -> None:
