@@ -10,10 +10,15 @@ import socket
 import statistics
 import sys
 import tarfile
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from kbkit.config import load_settings
+from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.formats.markdown import parse_markdown
+from kbkit.kb.indexer import ScanReport
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -37,6 +42,27 @@ def write_project(root: Path, kb_path: str) -> None:
     """A minimal kbkit project: `root/kbkit.toml` pointing at `root/<kb_path>`."""
     (root / kb_path).mkdir(parents=True, exist_ok=True)
     (root / "kbkit.toml").write_text(f'[kb]\npath = "{kb_path}"\n', encoding="utf-8")
+
+
+def scan_project(root: Path) -> ScanReport:
+    """What `kbkit index` does for the project at `root`, in this process: open, scan, close."""
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        return kb.scan()
+    finally:
+        kb.close()
+
+
+@contextlib.contextmanager
+def indexed_corpus(archive: Path, kb_path: str, prefix: str) -> Iterator[tuple[Path, int]]:
+    """A project in a temporary folder over the corpus `archive` unpacks (its folder `kb_path`),
+    indexed: its root and how many documents it holds. The folder goes when the block ends."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp) / "project"
+        root.mkdir()
+        unpack(archive, root)
+        write_project(root, kb_path)
+        yield root, scan_project(root).documents
 
 
 def free_port() -> int:

@@ -33,6 +33,7 @@ from bench._util import (
     ms,
     percentile,
     print_table,
+    scan_project,
     unpack,
     verdict,
     write_project,
@@ -53,12 +54,8 @@ MARKER = "quokkabench"
 def full_index(root: Path) -> tuple[float, int]:
     shutil.rmtree(root / STATE_DIR, ignore_errors=True)
     started = time.perf_counter()
-    kb = KnowledgeBase.open(load_settings(root))
-    try:
-        report = kb.scan()
-    finally:
-        kb.close()
-    return time.perf_counter() - started, report.documents
+    documents = scan_project(root).documents
+    return time.perf_counter() - started, documents
 
 
 def timed_scan(kb: KnowledgeBase) -> tuple[float, ScanReport]:

@@ -15,7 +15,6 @@ times, and the median is shown.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import random
 import shutil
@@ -28,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench._util import PROJECT_ROOT, MachineWatch, print_table, rerun, write_project
+from tests.peers.office import odf_table, odp_deck, odp_frame, rewrite, saved
 
 KBKIT = str(Path(sys.executable).parent / "kbkit")
 _LETTERS = random.Random(0)
@@ -56,7 +56,7 @@ def docx_file(units: int) -> bytes:
             for row in table.rows:
                 for cell in row.cells:
                     cell.text = words(rng, 2)
-    return _saved(document)
+    return saved(document)
 
 
 def pptx_file(units: int) -> bytes:
@@ -72,7 +72,7 @@ def pptx_file(units: int) -> bytes:
         for _ in range(4):
             body.add_paragraph().text = words(rng, 12)
         slide.notes_slide.notes_text_frame.text = words(rng, 30)
-    return _saved(deck)
+    return saved(deck)
 
 
 def xlsx_file(units: int) -> bytes:
@@ -86,11 +86,11 @@ def xlsx_file(units: int) -> bytes:
             sheet.append(
                 [words(rng, 3), rng.randint(0, 10**6), rng.random(), *(words(rng, 2) for _ in range(7))]
             )
-    return _saved(book)
+    return saved(book)
 
 
 def odt_file(units: int) -> bytes:
-    from odf import table, text
+    from odf import text
     from odf.opendocument import OpenDocumentText
 
     rng = random.Random(4)
@@ -100,79 +100,40 @@ def odt_file(units: int) -> bytes:
             document.text.addElement(text.H(outlinelevel=1 + (n // 20) % 2, text=words(rng, 4)))
         document.text.addElement(text.P(text=words(rng, 40)))
         if n % 100 == 99:
-            grid = table.Table(name=f"T{n}")
-            for _ in range(6):
-                row = table.TableRow()
-                for _ in range(4):
-                    cell = table.TableCell()
-                    cell.addElement(text.P(text=words(rng, 2)))
-                    row.addElement(cell)
-                grid.addElement(row)
-            document.text.addElement(grid)
-    return _saved(document)
+            document.text.addElement(
+                odf_table(f"T{n}", [[words(rng, 2) for _ in range(4)] for _ in range(6)])
+            )
+    return saved(document)
 
 
 def odp_file(units: int) -> bytes:
-    from odf.draw import Frame, Page, TextBox
-    from odf.namespaces import PRESENTATIONNS
-    from odf.opendocument import OpenDocumentPresentation
-    from odf.style import MasterPage, PageLayout
-    from odf.text import P
+    from odf.draw import Page
 
     rng = random.Random(5)
-    deck = OpenDocumentPresentation()
-    layout = PageLayout(name="layout")
-    deck.automaticstyles.addElement(layout)
-    master = MasterPage(name="master", pagelayoutname=layout)
-    deck.masterstyles.addElement(master)
+    deck, master = odp_deck()
     for _ in range(units):
         page = Page(masterpagename=master)
-        for kind, lines in (("title", [words(rng, 4)]), (None, [words(rng, 30) for _ in range(8)])):
-            frame = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
-            if kind:
-                frame.setAttrNS(PRESENTATIONNS, "class", kind)
-            box = TextBox()
-            for line in lines:
-                box.addElement(P(text=line))
-            frame.addElement(box)
-            page.addElement(frame)
+        page.addElement(odp_frame([words(rng, 4)], "title"))
+        page.addElement(odp_frame([words(rng, 30) for _ in range(8)]))
         deck.presentation.addElement(page)
-    return _saved(deck)
+    return saved(deck)
 
 
 def ods_file(units: int) -> bytes:
     from odf.opendocument import OpenDocumentSpreadsheet
-    from odf.table import Table, TableCell, TableRow
-    from odf.text import P
 
     rng = random.Random(6)
     book = OpenDocumentSpreadsheet()
     for sheet_number in range(10):
-        sheet = Table(name=f"Sheet {sheet_number}")
-        for _ in range(units // 10):
-            row = TableRow()
-            for _ in range(10):
-                cell = TableCell()
-                cell.addElement(P(text=words(rng, 2)))
-                row.addElement(cell)
-            sheet.addElement(row)
-        book.spreadsheet.addElement(sheet)
-    return _saved(book)
+        rows = [[words(rng, 2) for _ in range(10)] for _ in range(units // 10)]
+        book.spreadsheet.addElement(odf_table(f"Sheet {sheet_number}", rows))
+    return saved(book)
 
 
 def md_file(units: int) -> bytes:
     rng = random.Random(7)
     parts = [f"## {words(rng, 4)}\n\n" + "\n\n".join(words(rng, 40) for _ in range(20)) for _ in range(units)]
     return "\n\n".join(parts).encode()
-
-
-def _saved(document: object) -> bytes:
-    out = io.BytesIO()
-    if hasattr(document, "write"):  # odfpy
-        document.write(out)
-    else:
-        document.save(out)  # type: ignore[attr-defined]
-    return out.getvalue()
 
 
 FORMATS: dict[str, tuple[Callable[[int], bytes], int]] = {
@@ -216,8 +177,6 @@ def index_once(root: Path) -> tuple[float, float, str]:
 def largest_docx(xml_mib: int = 31) -> bytes:
     """A Word file whose document.xml is `xml_mib` MiB of short paragraphs: within the part and
     XML budgets, over the text budget (docs/adr/0033), the costliest Word file kbkit opens."""
-    import zipfile
-
     rng = random.Random(8)
     head = (
         b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document xmlns:w='
@@ -229,13 +188,7 @@ def largest_docx(xml_mib: int = 31) -> bytes:
         parts.append(paragraph)
         size += len(paragraph)
     parts.append(b"</w:body></w:document>")
-    source = zipfile.ZipFile(io.BytesIO(docx_file(1)))
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
-        for info in source.infolist():
-            content = b"".join(parts) if info.filename == "word/document.xml" else source.read(info)
-            target.writestr(info.filename, content)
-    return out.getvalue()
+    return rewrite(docx_file(1), "word/document.xml", lambda _: b"".join(parts))
 
 
 EXTRA = {"docx, 31 MiB of XML": ("docx", largest_docx)}

@@ -62,16 +62,13 @@ from bench._util import (
     MachineWatch,
     cpu_seconds,
     data_dir,
+    indexed_corpus,
     make_queries,
     ms,
     percentile,
     print_table,
-    unpack,
     verdict,
-    write_project,
 )
-from kbkit.config import load_settings
-from kbkit.kb.base import KnowledgeBase
 from kbkit.server.auth.tokens import create
 from tests.helpers.http import TEST_TOKEN, HttpServer, http_client
 from tests.helpers.serve import serve_stdio
@@ -638,16 +635,7 @@ def main(argv: list[str] | None = None) -> int:
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
     machine = MachineWatch()
 
-    with tempfile.TemporaryDirectory(prefix="kbkit-http-load-") as tmp:
-        root = Path(tmp) / "project"
-        root.mkdir()
-        unpack(archive, root)
-        write_project(root, KB_FOLDER)
-        kb = KnowledgeBase.open(load_settings(root))
-        try:
-            documents = kb.scan().documents
-        finally:
-            kb.close()
+    with indexed_corpus(archive, KB_FOLDER, "kbkit-http-load-") as (root, documents):
         queries = make_queries(root / KB_FOLDER, args.queries, args.seed, max_words=3)
         random.Random(args.seed).shuffle(queries)
 

@@ -20,9 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench._util import data_dir, print_table, unpack, write_project
-from kbkit.config import load_settings
-from kbkit.kb.base import KnowledgeBase
+from bench._util import data_dir, print_table, scan_project, unpack, write_project
 
 
 def on_disk(root: Path) -> int:
@@ -36,12 +34,8 @@ def row(label: str, documents: int, root: Path, seconds: float) -> list[str]:
 
 def scan(root: Path) -> tuple[int, float]:
     started = time.perf_counter()
-    kb = KnowledgeBase.open(load_settings(root))
-    try:
-        report = kb.scan()
-    finally:
-        kb.close()
-    return report.documents, time.perf_counter() - started
+    documents = scan_project(root).documents
+    return documents, time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> int:

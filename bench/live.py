@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -35,15 +34,12 @@ from bench._util import (
     MachineWatch,
     cpu_seconds,
     data_dir,
+    indexed_corpus,
     ms,
     percentile,
     print_table,
-    unpack,
     verdict,
-    write_project,
 )
-from kbkit.config import load_settings
-from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.uris import doc_uri
 from tests.helpers.serve import serve_stdio
 
@@ -190,16 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
     machine = MachineWatch()
 
-    with tempfile.TemporaryDirectory(prefix="kbkit-live-") as tmp:
-        root = Path(tmp) / "project"
-        root.mkdir()
-        unpack(archive, root)
-        write_project(root, KB_FOLDER)
-        kb = KnowledgeBase.open(load_settings(root))
-        try:
-            documents = kb.scan().documents
-        finally:
-            kb.close()
+    with indexed_corpus(archive, KB_FOLDER, "kbkit-live-") as (root, documents):
         target = pick_target(root / KB_FOLDER)
         legacy, legacy_missed = anyio.run(legacy_latency, root, target, args.edits, args.gap)
         modern, modern_missed = anyio.run(modern_latency, root, target, args.edits, args.gap)

@@ -37,6 +37,7 @@ are translated into these at the one place that calls them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from enum import IntEnum
 from typing import ClassVar
 
@@ -201,3 +202,24 @@ class RemoteError(KbkitError):
 class FetchFailed(RemoteError):
     """A remote repository (a git or GitHub skill source) could not be fetched: unreachable,
     refused, no such ref, or too slow."""
+
+
+# -- what went wrong inside a group ---------------------------------------------------------------
+
+
+def leaves(exc: BaseException, *, causes: bool = False) -> Iterator[BaseException]:
+    """The exceptions inside an exception group, depth first (with `causes`, each one's chain of
+    causes after it): what actually went wrong under the groups anyio and the MCP SDK raise."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from leaves(inner, causes=causes)
+    else:
+        yield exc
+        if causes and exc.__cause__ is not None:
+            yield from leaves(exc.__cause__, causes=True)
+
+
+def describe(exc: BaseException) -> str:
+    """One exception in a few words for a status line: its type, and its message if it has one."""
+    message = str(exc).strip()
+    return (f"{type(exc).__name__}: {message}" if message else type(exc).__name__)[:300]

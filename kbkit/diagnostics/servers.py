@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from kbkit.config import ENV_FILE, Settings
 from kbkit.diagnostics.base import Context, Finding, ok
+from kbkit.errors import describe, leaves
 
 if TYPE_CHECKING:
     from kbkit.server.team import Launch
@@ -91,7 +92,7 @@ async def probe(settings: Settings, name: str) -> Finding:
             fix = f"check the variables its headers name in {ENV_FILE}" if http in (401, 403) else None
             where = _redact(server.url or launch.url, launch.secrets)
             return Finding(CHECK, "fail", f"{name}: {where} answered HTTP {http}", fix)
-        words = _redact("; ".join(_describe(leaf) for leaf in _leaves(exc)), launch.secrets)
+        words = _redact("; ".join(describe(leaf) for leaf in leaves(exc)), launch.secrets)
         return Finding(
             CHECK, "fail", f"{name}: did not speak MCP: {words}", f"try `kbkit run {name}` by hand"
         )
@@ -131,15 +132,3 @@ def _redact(text: str, secrets: Iterable[str]) -> str:
     for value in sorted(set(secrets), key=len, reverse=True):
         text = text.replace(value, "[redacted]")
     return text
-
-
-def _leaves(exc: BaseException) -> Iterable[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
-
-
-def _describe(exc: BaseException) -> str:
-    return (f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)[:300]

@@ -198,17 +198,16 @@ class GuardedH11Protocol(H11Protocol):
 
     def _expired(self) -> None:
         self._deadline = None
-        logger.warning(
-            "http: closed a connection that sent no whole request within %d s (client_timeout)",
-            self.guard.client_timeout,
-        )
-        self.drop()
+        self._too_slow("sent no whole request within")
 
     def _unread(self) -> None:
         self._stalled = None
+        self._too_slow("left its reply unread for")
+
+    def _too_slow(self, what: str) -> None:
+        """A client slower than `client_timeout`: one warning line, then the connection closes."""
         logger.warning(
-            "http: closed a connection that left its reply unread for %d s (client_timeout)",
-            self.guard.client_timeout,
+            "http: closed a connection that %s %d s (client_timeout)", what, self.guard.client_timeout
         )
         self.drop()
 

@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import ssl
-from collections.abc import AsyncIterable, Callable, Iterator
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass
 from itertools import count
 from pathlib import Path
@@ -53,7 +53,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbkit.catalog.clients import PERSONAL_TOKEN_VAR, TOKEN_VAR
 from kbkit.config import ENV_FILE, find_root, load_env
-from kbkit.errors import ExitCode, InputError, KbkitError
+from kbkit.errors import ExitCode, InputError, KbkitError, describe, leaves
 
 CLOSE_GRACE = 0.5
 """Seconds the relay spends ending the remote session once stdin has closed."""
@@ -126,9 +126,9 @@ def run(url: str, root: Path | None, report: Report, *, token: Token | None = No
     except KeyboardInterrupt:
         return ExitCode.OK
     except BaseException as exc:  # the process boundary: one line, whatever happened
-        if any(isinstance(e, BrokenPipeError) for e in _leaves(exc)):
+        if any(isinstance(e, BrokenPipeError) for e in leaves(exc)):
             return ExitCode.OK  # the agent went away while we were answering
-        report(f"connect: stopped: {'; '.join(_describe(e) for e in _leaves(exc))}")
+        report(f"connect: stopped: {'; '.join(describe(e) for e in leaves(exc))}")
         return ExitCode.REMOTE
     return ExitCode.OK
 
@@ -416,15 +416,3 @@ def _cause(exc: BaseException) -> str:
     if isinstance(exc, httpx2.RemoteProtocolError):
         return "the server closed the connection"
     return str(exc) or type(exc).__name__
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -70,16 +70,34 @@ class Unusable:
 
 
 @dataclass
-class Lock:
-    """The lock as read: raw entries (unknown keys and order kept) and what could not be used."""
+class LockFile:
+    """A lock file as read (the project's or the user's): its JSON as it was, unknown keys and
+    their order kept, with a "skills" object (`read_lock_data` checks it is one)."""
 
     path: Path
     raw: dict[str, Any]
 
     @property
     def skills(self) -> dict[str, Any]:
-        skills: dict[str, Any] = self.raw["skills"]  # a JSON object: `read_lock` checks it is one
+        skills: dict[str, Any] = self.raw["skills"]
         return skills
+
+    def drop(self, name: str) -> None:
+        del self.skills[name]
+
+    def merge(self, name: str, new: dict[str, Any], owned: frozenset[str]) -> None:
+        """Set entry `name` to the values in `new`: keys in `owned` that `new` lacks go, every other
+        key the entry had stays where it was, and `new`'s other keys follow in `new`'s order."""
+        old = self.skills.get(name)
+        old = old if isinstance(old, dict) else {}
+        merged = {key: new.get(key, value) for key, value in old.items() if key in new or key not in owned}
+        merged.update({key: value for key, value in new.items() if key not in merged})
+        self.skills[name] = merged
+
+
+@dataclass
+class Lock(LockFile):
+    """The project's lock: raw entries (unknown keys and order kept) and what could not be used."""
 
     def entries(self) -> dict[str, LockEntry]:
         """Entries kbkit can restore (valid name, known source type, every needed key)."""
@@ -101,19 +119,7 @@ class Lock:
 
     def put(self, entry: LockEntry) -> None:
         """Set an entry's values, keeping the keys kbkit does not write and their places."""
-        old = self.skills.get(entry.name)
-        new = entry.fields()
-        if isinstance(old, dict):
-            merged = {
-                key: new.get(key, value) for key, value in old.items() if key in new or key not in _OWNED
-            }
-            merged.update({key: value for key, value in new.items() if key not in merged})
-            self.skills[entry.name] = merged
-        else:
-            self.skills[entry.name] = {key: new[key] for key in _KEY_ORDER if key in new}
-
-    def drop(self, name: str) -> None:
-        del self.skills[name]
+        self.merge(entry.name, entry.fields(), _OWNED)
 
     def requested_refs(self) -> dict[str, str]:
         """The ref each entry an older kbkit wrote was asked at (`write` drops its `requestedRef`)."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kbkit.fsutil import atomic_write_text
-from kbkit.skills.lock import read_lock_data
+from kbkit.skills.lock import LockFile, read_lock_data
 
 USER_LOCK_FILE = ".skill-lock.json"
 USER_LOCK_VERSION = 3
@@ -67,15 +67,7 @@ class UserEntry:
 
 
 @dataclass
-class UserLock:
-    path: Path
-    raw: dict[str, Any]
-
-    @property
-    def skills(self) -> dict[str, Any]:
-        skills: dict[str, Any] = self.raw["skills"]  # `read_user_lock` checks it is an object
-        return skills
-
+class UserLock(LockFile):
     def entries(self) -> dict[str, UserEntry]:
         """Entries with the keys every reader needs; the rest are in `unusable()`."""
         return {name: _entry(name, item) for name, item in self.skills.items() if _problem(item) is None}
@@ -88,18 +80,8 @@ class UserLock:
         keys kbkit does not write where they were."""
         stamp = (now or datetime.now(UTC)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         old = self.skills.get(entry.name)
-        old = old if isinstance(old, dict) else {}
-        new: dict[str, Any] = {
-            **entry.fields(),
-            "installedAt": old.get("installedAt", stamp),
-            "updatedAt": stamp,
-        }
-        kept = {key: new.get(key, value) for key, value in old.items() if key in new or key not in _OWNED}
-        kept.update({key: value for key, value in new.items() if key not in kept})
-        self.skills[entry.name] = kept
-
-    def drop(self, name: str) -> None:
-        del self.skills[name]
+        installed = old.get("installedAt", stamp) if isinstance(old, dict) else stamp
+        self.merge(entry.name, {**entry.fields(), "installedAt": installed, "updatedAt": stamp}, _OWNED)
 
     def write(self) -> bool:
         """Replace the lock atomically; a lock that is a link (a dotfiles checkout) is written

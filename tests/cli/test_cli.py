@@ -24,6 +24,7 @@ from kbkit.cli import app
 from kbkit.errors import ExitCode
 from tests.helpers.paths import PACKAGE
 from tests.helpers.project import make_project
+from tests.helpers.serve import serve_with_no_client
 from tests.peers.launch import forked_kbkit
 
 runner = CliRunner()
@@ -480,9 +481,7 @@ def test_errors_are_one_line_on_stderr_with_exit_code_2(tmp_path: Path) -> None:
 @pytest.mark.processes
 def test_serve_refuses_a_bad_config_before_speaking_the_protocol(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n[server]\ntools = ["search", "grep"]\n')
-    result = subprocess.run(
-        [*forked_kbkit(), "serve", "--root", str(root)], input="", capture_output=True, text=True, timeout=60
-    )
+    result = serve_with_no_client(root, command=forked_kbkit())
     assert result.returncode == 2
     assert result.stdout == ""
     assert "[server.tools]: unknown tool 'grep'" in result.stderr

@@ -72,27 +72,66 @@ def test_an_unknown_section_suggests_the_nearest(tmp_path: Path) -> None:
         load_settings(root)
 
 
+WRONG_IN_THE_TRACKED_FILE = [
+    ("[kb]\npath = 3\n", "kb.path", "must be a string"),
+    ('[kb]\npath = "docs"\nexclude_dirs = "node_modules"\n', "kb.exclude_dirs", "must be a list"),
+    ('[kb]\npath = "docs"\n[parsers]\nenabled = ["md", 1]\n', "parsers.enabled", "list of strings"),
+    (
+        '[kb]\npath = "docs"\n[parsers]\nenabled = ["md", "doc"]\n',
+        "parsers.enabled",
+        "unknown parser 'doc'",
+    ),
+    ('[kb]\npath = "docs"\n[server]\nname = ""\n', "server.name", "must not be empty"),
+]
+"""Whole kbkit.toml files with one wrong type or value each: (the text, the key, part of the error)."""
+WRONG_IN_THE_OVERLAY = [
+    (
+        '[server]\ntools = ["search", "grep"]\n',
+        "server.tools",
+        "unknown tool 'grep'; known: search, get_document",
+    ),
+    ("[server.http]\nport = 70000\n", "server.http.port", "70000 is out of range (0 to 65535)"),
+    ("[server.http]\nport = true\n", "server.http.port", "must be a whole number, got bool True"),
+    (
+        '[skills]\nmode = "hardlink"\n',
+        "skills.mode",
+        "'hardlink' is not allowed; use 'symlink' or 'copy'",
+    ),
+    (
+        '[skills]\nagents = ["claude-cod"]\n',
+        "skills.agents",
+        "unknown agent 'claude-cod' (did you mean 'claude-code'?)",
+    ),
+    ('[sync]\nclients = ["cursr"]\n', "sync.clients", "unknown client 'cursr' (did you mean 'cursor'?)"),
+    ('[sync]\nremote_url = "kb.internal/mcp"\n', "sync.remote_url", "is not an http(s) URL"),
+    ('[sync]\nremote_url = "https://kb/mcp?token=abc"\n', "sync.remote_url", "put no token in the URL"),
+    ('[memory]\nurl = "https://m/{bank}/"\ncommand = ["m"]\n', "memory.url", "not both"),
+    ('[memory]\ncredential = "sk-live-123"\n', "memory.credential", "is not a variable name"),
+    ("[memory]\ntimeout = 0\n", "memory.timeout", "out of range (1 to 3600)"),
+    ('[memory]\nprefix = "a b"\n', "memory.prefix", "use only letters"),
+    (
+        '[memory]\ndescriptions = "long"\n',
+        "memory.descriptions",
+        "'long' is not allowed; use 'short' or 'upstream'",
+    ),
+    ("[kb]\nwatch = 1\n", "kb.watch", "must be true or false, got int 1; for example: watch = true"),
+]
+"""kbkit.local.toml overlays on a good kbkit.toml: one wrong value in each section."""
+
+
 @pytest.mark.parametrize(
-    ("toml", "key", "fragment"),
-    [
-        ("[kb]\npath = 3\n", "kb.path", "must be a string"),
-        ('[kb]\npath = "docs"\nexclude_dirs = "node_modules"\n', "kb.exclude_dirs", "must be a list"),
-        ('[kb]\npath = "docs"\n[parsers]\nenabled = ["md", 1]\n', "parsers.enabled", "list of strings"),
-        (
-            '[kb]\npath = "docs"\n[parsers]\nenabled = ["md", "doc"]\n',
-            "parsers.enabled",
-            "unknown parser 'doc'",
-        ),
-        ('[kb]\npath = "docs"\n[server]\nname = ""\n', "server.name", "must not be empty"),
-    ],
+    ("file", "toml", "key", "fragment"),
+    [("kbkit.toml", *case) for case in WRONG_IN_THE_TRACKED_FILE]
+    + [("kbkit.local.toml", *case) for case in WRONG_IN_THE_OVERLAY],
 )
-def test_wrong_types_and_values_are_one_clear_error(
-    tmp_path: Path, toml: str, key: str, fragment: str
+def test_every_section_is_validated_in_the_config_not_at_first_use_and_the_error_names_file_and_key(
+    tmp_path: Path, file: str, toml: str, key: str, fragment: str
 ) -> None:
-    root = make_project(tmp_path / "p", config=toml)
+    root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n')
+    (root / file).write_text(toml)
     with pytest.raises(ConfigError) as error:
         load_settings(root)
-    assert f"[{key}]" in str(error.value)
+    assert str(error.value).startswith(f"{file}: [{key}]: "), str(error.value)
     assert fragment in str(error.value)
 
 
@@ -169,52 +208,6 @@ def test_init_keeps_git_ignoring_the_right_paths(tmp_path: Path) -> None:
 
 
 # -- the model: every key validated, and the file a bad value came from ---------------------
-
-
-@pytest.mark.parametrize(
-    ("toml", "key", "fragment"),
-    [
-        (
-            '[server]\ntools = ["search", "grep"]\n',
-            "server.tools",
-            "unknown tool 'grep'; known: search, get_document",
-        ),
-        ("[server.http]\nport = 70000\n", "server.http.port", "70000 is out of range (0 to 65535)"),
-        ("[server.http]\nport = true\n", "server.http.port", "must be a whole number, got bool True"),
-        (
-            '[skills]\nmode = "hardlink"\n',
-            "skills.mode",
-            "'hardlink' is not allowed; use 'symlink' or 'copy'",
-        ),
-        (
-            '[skills]\nagents = ["claude-cod"]\n',
-            "skills.agents",
-            "unknown agent 'claude-cod' (did you mean 'claude-code'?)",
-        ),
-        ('[sync]\nclients = ["cursr"]\n', "sync.clients", "unknown client 'cursr' (did you mean 'cursor'?)"),
-        ('[sync]\nremote_url = "kb.internal/mcp"\n', "sync.remote_url", "is not an http(s) URL"),
-        ('[sync]\nremote_url = "https://kb/mcp?token=abc"\n', "sync.remote_url", "put no token in the URL"),
-        ('[memory]\nurl = "https://m/{bank}/"\ncommand = ["m"]\n', "memory.url", "not both"),
-        ('[memory]\ncredential = "sk-live-123"\n', "memory.credential", "is not a variable name"),
-        ("[memory]\ntimeout = 0\n", "memory.timeout", "out of range (1 to 3600)"),
-        ('[memory]\nprefix = "a b"\n', "memory.prefix", "use only letters"),
-        (
-            '[memory]\ndescriptions = "long"\n',
-            "memory.descriptions",
-            "'long' is not allowed; use 'short' or 'upstream'",
-        ),
-        ("[kb]\nwatch = 1\n", "kb.watch", "must be true or false, got int 1; for example: watch = true"),
-    ],
-)
-def test_every_section_is_validated_in_the_config_not_at_first_use(
-    tmp_path: Path, toml: str, key: str, fragment: str
-) -> None:
-    root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n')
-    (root / "kbkit.local.toml").write_text(toml)
-    with pytest.raises(ConfigError) as error:
-        load_settings(root)
-    assert str(error.value).startswith(f"kbkit.local.toml: [{key}]: "), str(error.value)
-    assert fragment in str(error.value)
 
 
 def test_the_same_bad_key_in_the_tracked_file_names_the_tracked_file(tmp_path: Path) -> None:

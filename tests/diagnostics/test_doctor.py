@@ -17,7 +17,7 @@ from kbkit.diagnostics import CHECKS, check_parsers, run_checks, troubleshooting
 from tests.helpers.memory import KEY, MemoryUpstream
 from tests.helpers.paths import REPO
 from tests.helpers.project import make_project
-from tests.helpers.serve import kbkit_command, kbkit_in_process
+from tests.helpers.serve import kbkit_in_process, serve_with_no_client
 
 SCHEMA = json.loads((REPO / "docs" / "doctor.schema.json").read_text())
 
@@ -281,13 +281,7 @@ def test_no_memory_at_all_stays_an_ok_off(tmp_path: Path) -> None:
 def test_the_boot_line_of_a_memory_table_with_only_a_bank_says_the_url_is_missing(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n[memory]\nbank = "team"\n')
     (root / ".env.local").write_text("HINDSIGHT_API_KEY=hs-key-0123456789\n")
-    done = subprocess.run(
-        [*kbkit_command(), "serve", "--root", str(root)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = serve_with_no_client(root)
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("[kbkit] memory:")]
     assert "[memory] has no url (bank set" in line and "add a [memory] section" not in line
     assert "HINDSIGHT_API_KEY in .env.local is unused" in line and "hs-key-0123456789" not in done.stderr

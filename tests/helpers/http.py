@@ -16,9 +16,12 @@ from typing import IO
 
 from mcp import Client
 
+from kbkit.config import STATE_DIR
 from kbkit.errors import ExitCode
+from kbkit.server.auth.tokens import TOKENS_FILE, create
 from tests.helpers.serve import kbkit_command
 from tests.peers.launch import Forked
+from tests.peers.loopback import Loopback
 
 JSON_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
@@ -44,7 +47,7 @@ _LISTENING = re.compile(r'(?:\] |"message":")http: http://[^\s"]+:(\d+)/mcp ')
 """The boot line naming the port, as text or (`--log-format json`) as a JSON status line."""
 
 
-class HttpServer:
+class HttpServer(Loopback):
     """`kbkit serve --http` in a process of its own on loopback: forked from a preloaded parent
     (tests/peers/launch.py), or with `exec_script` the console script started as agents start it.
 
@@ -74,14 +77,6 @@ class HttpServer:
         self._open_files = open_files
         self._log: IO[str] | None = None
         self._start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def _start(self) -> None:
         if self._log is not None:
@@ -165,6 +160,12 @@ def _child_env(token: str | None, extra: Mapping[str, str] | None) -> dict[str, 
     if token is not None:
         env["MCP_TOKEN"] = token
     return {**env, **(extra or {})}
+
+
+def personal_tokens(root: Path, *names: str) -> list[str]:
+    """A personal read token (no expiry) for each of `names`, in the project's own tokens file."""
+    path = root / STATE_DIR / TOKENS_FILE
+    return [create(path, name, "read", None) for name in names]
 
 
 def auth_headers(token: str = TEST_TOKEN) -> dict[str, str]:

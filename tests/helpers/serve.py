@@ -7,10 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.session import MessageHandlerFnT
 from mcp.client.stdio import stdio_client
@@ -46,6 +47,20 @@ def kbkit_in_process(
 
     result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
     return subprocess.CompletedProcess(["kbkit", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def serve_with_no_client(
+    root: Path, *args: str, command: Sequence[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`kbkit serve --root ROOT ARGS` whose stdin ends at once: it boots, finds no client and stops,
+    leaving its boot lines and exit code. `command` runs kbkit (default: the console script)."""
+    return subprocess.run(
+        [*(command or kbkit_command()), "serve", "--root", str(root), *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 @asynccontextmanager
@@ -84,6 +99,20 @@ def document_text(result: CallToolResult) -> str:
     block = result.content[-1]
     assert isinstance(block, TextContent), block
     return block.text
+
+
+SESSION_BOUND = 60
+"""Seconds a test's whole session with the server may take: a hang fails the test instead."""
+
+
+@asynccontextmanager
+async def bounded_session(
+    root: Path, mode: str = "legacy", seconds: float = SESSION_BOUND
+) -> AsyncIterator[Client]:
+    """`serve_in_memory` within `seconds`, start-up scan and all."""
+    with anyio.fail_after(seconds):
+        async with serve_in_memory(root, mode) as client:
+            yield client
 
 
 @asynccontextmanager

@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from kbkit.config import Settings, load_settings
+from kbkit.skills.install import add
 from tests.helpers.paths import REPO
 from tests.helpers.project import make_project
+from tests.peers.launch import forked_kbkit
 from tests.peers.node import SKILLS_CLI, require
 
 SKILL = "---\nname: {name}\ndescription: {description}\n---\n# {name}\n\nDo the thing.\n"
@@ -46,12 +49,42 @@ def commit_all(repo: Path, message: str = "change") -> str:
     return git("rev-parse", "HEAD", cwd=repo)
 
 
-def new_project(tmp_path: Path, agents: str = '["claude-code"]', mode: str = "symlink") -> Path:
-    root = make_project(
-        tmp_path / "repo", config=f'[kb]\npath = "docs"\n[skills]\nagents = {agents}\nmode = "{mode}"\n'
-    )
+def new_project(
+    tmp_path: Path, agents: str = '["claude-code"]', mode: str = "symlink", *, sync_clients: str = ""
+) -> Path:
+    """A git project whose kbkit.toml installs skills for `agents` (and syncs `sync_clients`, if given)."""
+    config = f'[kb]\npath = "docs"\n[skills]\nagents = {agents}\nmode = "{mode}"\n'
+    if sync_clients:
+        config += f"[sync]\nclients = {sync_clients}\n"
+    root = make_project(tmp_path / "repo", config=config)
     git("init", "-q", cwd=root)
     return root
+
+
+def project_with_skill(
+    tmp_path: Path, name: str = "kb-usage", folder: str = "skill-sources"
+) -> tuple[Path, Settings]:
+    """A new project with one skill, `folder/name`, added by that path (pinned, installed)."""
+    root = new_project(tmp_path)
+    write_skill(root / folder / name)
+    settings = load_settings(root)
+    add(settings, f"{folder}/{name}")
+    return root, settings
+
+
+def project_with_skills(tmp_path: Path, *names: str) -> tuple[Path, Settings]:
+    """A new project with the skills `names` under skill-sources/, every one added (pinned, installed)."""
+    root = new_project(tmp_path)
+    for name in names:
+        write_skill(root / "skill-sources" / name)
+    settings = load_settings(root)
+    add(settings, "skill-sources", all_skills=True)
+    return root, settings
+
+
+def run_kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
+    """`kbkit ARGS --root ROOT` in a process of its own (forked), its output captured."""
+    return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
 
 
 class FakeGitHub:

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from tests.peers.loopback import Loopback
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "deploy" / "haproxy.cfg"
 MAX_REPLICAS = 8
@@ -50,7 +52,7 @@ def check_config(executable: str, env: dict[str, str]) -> subprocess.CompletedPr
     )
 
 
-class Balancer:
+class Balancer(Loopback):
     """`haproxy -db -f deploy/haproxy.cfg` in front of `replicas` ("HOST:PORT" each), on loopback."""
 
     def __init__(
@@ -83,14 +85,6 @@ class Balancer:
             env=env,
             pass_fds=(fd,),
         )
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def url(self) -> str:
-        return f"{self.base}/mcp"
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")

@@ -1,6 +1,7 @@
 """Office files built on demand (never checked in) by the libraries that write them: python-docx,
 python-pptx, openpyxl and odfpy; and hostile ones made from them with the zipfile module. For
-tests/kb/formats/test_office.py and bench/formats_office.py."""
+tests/kb/formats/test_office.py and bench/formats_office.py (which builds its large files from
+`odp_deck`, `odp_frame`, `odf_table` and `saved`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import struct
 import zipfile
 from collections.abc import Callable
+from typing import Any
 
 SECRET = "SECRET-OUTSIDE-THE-FILE"
 
@@ -31,7 +33,7 @@ def sample_docx(title: str | None = "Release Runbook", paragraphs: int = 0) -> b
             table.cell(row, column).text = text
     for n in range(paragraphs):
         document.add_paragraph(f"Paragraph {n} says how the deployment goes on, step by step, in detail.")
-    return _saved(document)
+    return saved(document)
 
 
 def sample_pptx(slides: int = 0) -> bytes:
@@ -58,7 +60,7 @@ def sample_pptx(slides: int = 0) -> bytes:
         extra = deck.slides.add_slide(deck.slide_layouts[1])
         extra.shapes.title.text = f"Extra slide {n}"
         extra.placeholders[1].text_frame.text = f"Point {n} of the plan, with the reasoning behind it."
-    return _saved(deck)
+    return saved(deck)
 
 
 def sample_xlsx(title: str | None = None, rows: int = 3) -> bytes:
@@ -80,7 +82,7 @@ def sample_xlsx(title: str | None = None, rows: int = 3) -> bytes:
     owners = book.create_sheet("Owners")
     owners.append(["Team", "Lead"])
     owners.append(["storage", "Mireille Okonkwo"])
-    return _saved(book)
+    return saved(book)
 
 
 def sample_odt(title: str | None = "Handbook", paragraphs: int = 0) -> bytes:
@@ -103,36 +105,17 @@ def sample_odt(title: str | None = "Handbook", paragraphs: int = 0) -> bytes:
     item.addElement(inner)
     items.addElement(item)
     document.text.addElement(items)
-    document.text.addElement(_odf_table("Contacts", [["Desk", "Room"], ["IT", "B-204"]]))
+    document.text.addElement(odf_table("Contacts", [["Desk", "Room"], ["IT", "B-204"]]))
     for n in range(paragraphs):
         document.text.addElement(text.P(text=f"Paragraph {n} says how onboarding goes on, step by step."))
-    return _saved(document)
+    return saved(document)
 
 
 def sample_odp(slides: int = 0) -> bytes:
-    from odf.draw import Frame, Page, TextBox
-    from odf.namespaces import PRESENTATIONNS
-    from odf.opendocument import OpenDocumentPresentation
+    from odf.draw import Page
     from odf.presentation import Notes
-    from odf.style import MasterPage, PageLayout
-    from odf.text import P
 
-    deck = OpenDocumentPresentation()
-    layout = PageLayout(name="layout")
-    deck.automaticstyles.addElement(layout)
-    master = MasterPage(name="master", pagelayoutname=layout)
-    deck.masterstyles.addElement(master)
-
-    def frame(lines: list[str], kind: str | None = None) -> Frame:
-        shape = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
-        if kind:
-            shape.setAttrNS(PRESENTATIONNS, "class", kind)
-        box = TextBox()
-        for line in lines:
-            box.addElement(P(text=line))
-        shape.addElement(box)
-        return shape
-
+    deck, master = odp_deck()
     content = [
         ("Roadmap", ["Launch the mobile app in spring"], ""),
         ("Hiring", ["Two engineers for the platform team"], "Say that the offers went out in May."),
@@ -143,14 +126,14 @@ def sample_odp(slides: int = 0) -> bytes:
     ]
     for title, lines, notes in content:
         page = Page(masterpagename=master)
-        page.addElement(frame([title], "title"))
-        page.addElement(frame(lines))
+        page.addElement(odp_frame([title], "title"))
+        page.addElement(odp_frame(lines))
         if notes:
             holder = Notes()
-            holder.addElement(frame([notes], "notes"))
+            holder.addElement(odp_frame([notes], "notes"))
             page.addElement(holder)
         deck.presentation.addElement(page)
-    return _saved(deck)
+    return saved(deck)
 
 
 def sample_ods(rows: int = 2) -> bytes:
@@ -158,7 +141,7 @@ def sample_ods(rows: int = 2) -> bytes:
     from odf.table import TableCell, TableRow
 
     book = OpenDocumentSpreadsheet()
-    sheet = _odf_table(
+    sheet = odf_table(
         "Budget",
         [
             ["Item", "Cost"],
@@ -169,10 +152,40 @@ def sample_ods(rows: int = 2) -> bytes:
     filler.addElement(TableCell(numbercolumnsrepeated=1024))
     sheet.addElement(filler)
     book.spreadsheet.addElement(sheet)
-    return _saved(book)
+    return saved(book)
 
 
-def _odf_table(name: str, rows: list[list[str]]) -> object:
+def odp_deck() -> tuple[Any, Any]:
+    """An empty OpenDocument presentation and the master page its slides name."""
+    from odf.opendocument import OpenDocumentPresentation
+    from odf.style import MasterPage, PageLayout
+
+    deck = OpenDocumentPresentation()
+    layout = PageLayout(name="layout")
+    deck.automaticstyles.addElement(layout)
+    master = MasterPage(name="master", pagelayoutname=layout)
+    deck.masterstyles.addElement(master)
+    return deck, master
+
+
+def odp_frame(lines: list[str], kind: str | None = None) -> Any:
+    """A slide's text box of `lines`, of presentation class `kind` (title, notes) if given."""
+    from odf.draw import Frame, TextBox
+    from odf.namespaces import PRESENTATIONNS
+    from odf.text import P
+
+    shape = Frame(width="20cm", height="3cm", x="1cm", y="1cm")
+    if kind:
+        shape.setAttrNS(PRESENTATIONNS, "class", kind)
+    box = TextBox()
+    for line in lines:
+        box.addElement(P(text=line))
+    shape.addElement(box)
+    return shape
+
+
+def odf_table(name: str, rows: list[list[str]]) -> Any:
+    """An OpenDocument table named `name`, a row of text cells for each of `rows`."""
     from odf.table import Table, TableCell, TableRow
     from odf.text import P
 
@@ -187,7 +200,8 @@ def _odf_table(name: str, rows: list[list[str]]) -> object:
     return table
 
 
-def _saved(document: object) -> bytes:
+def saved(document: object) -> bytes:
+    """The file a document object of any of the four libraries writes."""
     out = io.BytesIO()
     if hasattr(document, "write"):  # odfpy
         document.write(out)

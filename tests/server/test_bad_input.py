@@ -32,11 +32,11 @@ from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.search import MAX_LIMIT, MAX_TERMS, compile_query
 from kbkit.kb.uris import doc_uri
 from tests.helpers.project import SAMPLE_DOCS, make_project
-from tests.helpers.serve import ERAS, document_text, serve_in_memory, serve_stdio
+from tests.helpers.serve import ERAS, SESSION_BOUND, bounded_session, document_text, serve_stdio
 from tests.peers.launch import forked_kbkit
 
-SESSION_BOUND = 60
-"""Seconds a whole server session may take; a hang fails the test instead of stalling the run."""
+pytestmark = pytest.mark.anyio
+
 CLI_BOUND = 30
 
 
@@ -100,7 +100,6 @@ async def assert_still_searching(client: Client) -> None:
 
 
 @pytest.mark.processes
-@pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_damaged_files_are_skipped_with_a_reason_and_the_session_keeps_serving(
     tmp_path: Path, mode: str
@@ -133,19 +132,17 @@ async def test_damaged_files_are_skipped_with_a_reason_and_the_session_keeps_ser
         assert says in line
 
 
-@pytest.mark.anyio
 async def test_a_zero_byte_document_is_an_empty_document_not_a_failure(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", {**SAMPLE_DOCS, "empty.md": b"", "blank.txt": b""})
-    with anyio.fail_after(SESSION_BOUND):
-        async with serve_in_memory(root) as client:
-            for path in ("empty.md", "blank.txt"):
-                result = await client.call_tool("get_document", {"path": path})
-                assert not result.is_error, result.content
-                assert document_text(result) == ""
-                assert result.structured_content["size"] == 0
-                read = await client.read_resource(doc_uri(path))
-                assert read.contents[0].text == ""
-            await assert_still_searching(client)
+    async with bounded_session(root) as client:
+        for path in ("empty.md", "blank.txt"):
+            result = await client.call_tool("get_document", {"path": path})
+            assert not result.is_error, result.content
+            assert document_text(result) == ""
+            assert result.structured_content["size"] == 0
+            read = await client.read_resource(doc_uri(path))
+            assert read.contents[0].text == ""
+        await assert_still_searching(client)
     assert "empty.md" not in skipped_rows(root)
 
 
@@ -172,7 +169,6 @@ def test_a_scan_over_files_whose_names_are_not_utf8_does_not_raise(tmp_path: Pat
 
 
 @pytest.mark.processes
-@pytest.mark.anyio
 async def test_the_server_starts_and_serves_when_the_kb_holds_files_whose_names_are_not_utf8(
     tmp_path: Path,
 ) -> None:
@@ -300,48 +296,44 @@ REFUSED = [
 ]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_garbage_queries_get_results_or_a_tool_error_never_a_protocol_error(
     tmp_path: Path, mode: str
 ) -> None:
     root = make_project(tmp_path / "p", {**SAMPLE_DOCS, "cjk.md": "# 知识库\n\n团队的文档。\n"})
-    with anyio.fail_after(SESSION_BOUND):
-        async with serve_in_memory(root, mode) as client:
-            for query in FINDS_THE_GUARDS_DOC:
-                result = await client.call_tool("search", {"query": query})
-                assert not result.is_error, (query, result.content)
-                assert result.structured_content["results"][0]["path"] == "adr/0001-guards.md", query
-            for query in ANSWERED:
-                result = await client.call_tool("search", {"query": query})
-                assert not result.is_error, (query, result.content)
-                assert isinstance(result.structured_content["results"], list)
-            cjk = await client.call_tool("search", {"query": "知识库"})
-            assert cjk.structured_content["results"][0]["path"] == "cjk.md"
-            for query in REFUSED:
-                result = await client.call_tool("search", {"query": query})
-                assert result.is_error, query
-                assert "query" in result.content[0].text
-            await assert_still_searching(client)
+    async with bounded_session(root, mode) as client:
+        for query in FINDS_THE_GUARDS_DOC:
+            result = await client.call_tool("search", {"query": query})
+            assert not result.is_error, (query, result.content)
+            assert result.structured_content["results"][0]["path"] == "adr/0001-guards.md", query
+        for query in ANSWERED:
+            result = await client.call_tool("search", {"query": query})
+            assert not result.is_error, (query, result.content)
+            assert isinstance(result.structured_content["results"], list)
+        cjk = await client.call_tool("search", {"query": "知识库"})
+        assert cjk.structured_content["results"][0]["path"] == "cjk.md"
+        for query in REFUSED:
+            result = await client.call_tool("search", {"query": query})
+            assert result.is_error, query
+            assert "query" in result.content[0].text
+        await assert_still_searching(client)
 
 
-@pytest.mark.anyio
 async def test_a_long_query_is_answered_and_its_note_says_it_was_cut(tmp_path: Path) -> None:
     long_query = "guard " + " ".join(f"term{i}" for i in range(2000))
     huge_query = "guard sequence " * 20_000
     assert len(long_query) > 10_000 and len(huge_query) > 250_000
     root = make_project(tmp_path / "p")
-    with anyio.fail_after(SESSION_BOUND):
-        async with serve_in_memory(root) as client:
-            result = await client.call_tool("search", {"query": long_query})
-            assert not result.is_error, result.content
-            data = result.structured_content
-            assert data["results"][0]["path"] == "adr/0001-guards.md"
-            assert f"cut to its first {MAX_TERMS} distinct words" in data["note"]
-            huge = await client.call_tool("search", {"query": huge_query})
-            assert not huge.is_error
-            assert huge.structured_content["results"][0]["path"] == "adr/0001-guards.md"
-            await assert_still_searching(client)
+    async with bounded_session(root) as client:
+        result = await client.call_tool("search", {"query": long_query})
+        assert not result.is_error, result.content
+        data = result.structured_content
+        assert data["results"][0]["path"] == "adr/0001-guards.md"
+        assert f"cut to its first {MAX_TERMS} distinct words" in data["note"]
+        huge = await client.call_tool("search", {"query": huge_query})
+        assert not huge.is_error
+        assert huge.structured_content["results"][0]["path"] == "adr/0001-guards.md"
+        await assert_still_searching(client)
 
 
 # --- invalid arguments and cursors -----------------------------------------------------------------
@@ -378,26 +370,23 @@ BAD_ARGUMENTS = [
 ]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_invalid_tool_arguments_come_back_as_tool_errors_naming_the_argument(
     project: Path, mode: str
 ) -> None:
-    with anyio.fail_after(SESSION_BOUND):
-        async with serve_in_memory(project, mode) as client:
-            for tool, arguments, names in BAD_ARGUMENTS:
-                result = await client.call_tool(tool, arguments)
-                assert result.is_error, (tool, arguments)
-                text = result.content[0].text
-                assert f"invalid arguments for {tool}" in text, (arguments, text)
-                assert names in text, (arguments, text)
-            with pytest.raises(MCPError) as unknown:
-                await client.call_tool("delete_everything", {"path": "notes.txt"})
-            assert unknown.value.code == -32602
-            await assert_still_searching(client)
+    async with bounded_session(project, mode) as client:
+        for tool, arguments, names in BAD_ARGUMENTS:
+            result = await client.call_tool(tool, arguments)
+            assert result.is_error, (tool, arguments)
+            text = result.content[0].text
+            assert f"invalid arguments for {tool}" in text, (arguments, text)
+            assert names in text, (arguments, text)
+        with pytest.raises(MCPError) as unknown:
+            await client.call_tool("delete_everything", {"path": "notes.txt"})
+        assert unknown.value.code == -32602
+        await assert_still_searching(client)
 
 
-@pytest.mark.anyio
 async def test_arguments_of_the_wrong_json_type_are_refused_not_coerced(project: Path) -> None:
     """The declared schema says integer/string; `true` and `"5"` are neither (search() itself refuses bools)."""
     wrong_types = [
@@ -407,16 +396,15 @@ async def test_arguments_of_the_wrong_json_type_are_refused_not_coerced(project:
         ("get_document", {"path": "notes.txt", "offset": "0"}),
         ("get_document", {"path": "notes.txt", "offset": False}),
     ]
-    with anyio.fail_after(SESSION_BOUND):
-        async with serve_in_memory(project) as client:
-            coerced = []
-            for tool, arguments in wrong_types:
-                result = await client.call_tool(tool, arguments)
-                if not result.is_error:
-                    coerced.append((tool, arguments))
-                else:
-                    assert f"invalid arguments for {tool}" in result.content[0].text
-            await assert_still_searching(client)
+    async with bounded_session(project) as client:
+        coerced = []
+        for tool, arguments in wrong_types:
+            result = await client.call_tool(tool, arguments)
+            if not result.is_error:
+                coerced.append((tool, arguments))
+            else:
+                assert f"invalid arguments for {tool}" in result.content[0].text
+        await assert_still_searching(client)
     assert coerced == [], f"accepted despite the declared schema: {coerced}"
 
 
@@ -440,21 +428,18 @@ BAD_CURSORS = [
 ]
 
 
-@pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
 async def test_an_invalid_resources_list_cursor_is_invalid_params(project: Path, mode: str) -> None:
-    with anyio.fail_after(SESSION_BOUND):
-        async with serve_in_memory(project, mode) as client:
-            for bad in BAD_CURSORS:
-                with pytest.raises(MCPError) as refused:
-                    await client.list_resources(cursor=bad)
-                assert refused.value.code == -32602, bad[:40]
-                assert "invalid cursor" in refused.value.message
-            assert len((await client.list_resources()).resources) == len(SAMPLE_DOCS)
-            await assert_still_searching(client)
+    async with bounded_session(project, mode) as client:
+        for bad in BAD_CURSORS:
+            with pytest.raises(MCPError) as refused:
+                await client.list_resources(cursor=bad)
+            assert refused.value.code == -32602, bad[:40]
+            assert "invalid cursor" in refused.value.message
+        assert len((await client.list_resources()).resources) == len(SAMPLE_DOCS)
+        await assert_still_searching(client)
 
 
-@pytest.mark.anyio
 async def test_a_forged_cursor_holding_unencodable_or_deeply_nested_json_is_invalid_params(
     project: Path,
 ) -> None:
@@ -464,13 +449,12 @@ async def test_a_forged_cursor_holding_unencodable_or_deeply_nested_json_is_inva
         "nested objects": cursor(b'{"after": ' * 50_000 + b'"a"' + b"}" * 50_000),
     }
     codes = {}
-    with anyio.fail_after(SESSION_BOUND):
-        async with serve_in_memory(project) as client:
-            for label, bad in forged.items():
-                with pytest.raises(MCPError) as refused:
-                    await client.list_resources(cursor=bad)
-                codes[label] = (refused.value.code, refused.value.message[:80])
-            await assert_still_searching(client)
+    async with bounded_session(project) as client:
+        for label, bad in forged.items():
+            with pytest.raises(MCPError) as refused:
+                await client.list_resources(cursor=bad)
+            codes[label] = (refused.value.code, refused.value.message[:80])
+        await assert_still_searching(client)
     assert {label: code for label, (code, _) in codes.items()} == dict.fromkeys(forged, -32602), codes
 
 

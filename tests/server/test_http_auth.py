@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from kbkit.server.auth.tokens import create, revoke
-from tests.helpers.http import INITIALIZE, JSON_HEADERS, STOPPED, HttpServer, http_client
+from tests.helpers.http import INITIALIZE, JSON_HEADERS, STOPPED, HttpServer, http_client, personal_tokens
 from tests.helpers.project import make_project
 from tests.helpers.serve import ERAS
 from tests.helpers.wait import wait_until
@@ -64,9 +64,7 @@ async def test_personal_tokens_name_who_searched_and_a_revoke_needs_no_restart(
 
 async def test_a_session_answers_only_the_principal_that_opened_it(tmp_path: Path) -> None:
     root = make_project(tmp_path / "project")
-    tokens = root / ".kbkit" / "tokens.json"
-    alice = create(tokens, "alice", "read", None)
-    mallory = create(tokens, "mallory", "read", None)
+    alice, mallory = personal_tokens(root, "alice", "mallory")
     server = HttpServer(root, token=None).wait_ready()
     try:
         opened = httpx2.post(

@@ -32,6 +32,7 @@ from tests.helpers.http import (
     HttpServer,
     http_client,
     open_event_stream,
+    personal_tokens,
 )
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process
@@ -107,9 +108,7 @@ def stream_ends(sock: socket.socket, deadline: float = 60.0) -> bool:
 async def test_one_principal_holding_every_session_does_not_lock_out_the_others(tmp_path: Path) -> None:
     root = make_project(tmp_path / "project")
     configure(root, "[server.http]\nmax_sessions = 4\n")
-    tokens = root / ".kbkit" / "tokens.json"
-    alice = create(tokens, "alice", "read", None)
-    bob = create(tokens, "bob", "read", None)
+    alice, bob = personal_tokens(root, "alice", "bob")
     server = HttpServer(root).wait_ready()
     try:
         alices = [open_session(server, alice) for _ in range(4)]
@@ -155,9 +154,7 @@ async def test_listen_streams_are_capped_per_principal_naming_the_limit(tmp_path
     from kbkit.server.notify import MAX_LISTEN_PER_PRINCIPAL
 
     root = make_project(tmp_path / "project")
-    tokens = root / ".kbkit" / "tokens.json"
-    alice = create(tokens, "alice", "read", None)
-    bob = create(tokens, "bob", "read", None)
+    alice, bob = personal_tokens(root, "alice", "bob")
     server = HttpServer(root).wait_ready()
     try:
         async with AsyncExitStack() as stack:
@@ -325,8 +322,7 @@ def test_chmod_600_restores_personal_tokens_and_chmod_644_is_noticed(tmp_path: P
 async def test_a_revoke_closes_the_principals_open_streams(tmp_path: Path) -> None:
     root = make_project(tmp_path / "project")
     tokens = root / ".kbkit" / "tokens.json"
-    alice = create(tokens, "alice", "read", None)
-    bob = create(tokens, "bob", "read", None)
+    alice, bob = personal_tokens(root, "alice", "bob")
     server = HttpServer(root).wait_ready()
     try:
         alices = open_event_stream(server.port, {**open_session(server, alice), **JSON_HEADERS})

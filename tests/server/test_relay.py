@@ -10,6 +10,7 @@ import queue
 import subprocess
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -317,27 +318,21 @@ class BreakingServer(SilentServer):
 
 @pytest.mark.processes
 def test_stdin_closing_ends_the_relay_even_while_a_hung_server_holds_a_request(start_relay) -> None:
-    hung = SilentServer()
-    try:
+    with closing(SilentServer()) as hung:
         relay = start_relay(hung.url)
         relay.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INITIALIZE})
         wait_until(lambda: hung.held, DEADLINE, what=f"the request to be held: {relay.stderr()}")
         relay.finish("a request held by a hung server")
-    finally:
-        hung.close()
 
 
 @pytest.mark.processes
 def test_a_server_that_drops_the_answer_midway_is_named_and_said_once(start_relay) -> None:
-    breaking = BreakingServer()
-    try:
+    with closing(BreakingServer()) as breaking:
         relay = start_relay(breaking.url)
         for _ in range(2):
             message = relay.handshake()["error"]["message"]
             assert f"lost the connection to {breaking.url} before the answer came" in message, message
         relay.finish("after answers broke off")
-    finally:
-        breaking.close()
     lines = relay.lines()
     assert len(lines) == 1 and breaking.url in lines[0], lines
 

@@ -7,8 +7,10 @@ max_tokens long before a message is full; the largest one still fits."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
 import pytest
+from mcp import Client
 
 from kbkit.kb.reads import MAX_MAX_TOKENS
 from kbkit.kb.tokens import estimate_tokens
@@ -43,7 +45,14 @@ def server(tmp_path_factory: pytest.TempPathFactory):
     running.stop()
 
 
-async def read_whole(client, path: str) -> tuple[str, int]:  # noqa: ANN001 - an mcp Client
+@pytest.fixture(params=ERAS)
+async def client(server: HttpServer, request: pytest.FixtureRequest) -> AsyncIterator[Client]:
+    """A client of the module's server, in each protocol era."""
+    async with http_client(server.url, request.param) as connected:
+        yield connected
+
+
+async def read_whole(client: Client, path: str) -> tuple[str, int]:
     """Every piece of a document through get_document; returns the text and how many replies it took."""
     pieces, offset, replies = [], 0, 0
     while True:
@@ -66,19 +75,17 @@ async def read_whole(client, path: str) -> tuple[str, int]:  # noqa: ANN001 - an
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("mode", ERAS)
 async def test_the_largest_read_of_the_most_escaped_text_fits_one_reply_and_reads_on_exactly(
-    server: HttpServer, mode: str
+    client: Client,
 ) -> None:
-    async with http_client(server.url, mode) as client:
-        first = await client.call_tool("get_document", {"path": "emoji.md", "max_tokens": MAX_MAX_TOKENS})
-        assert not first.is_error and first.structured_content["truncated"]
-        shown = document_text(first)
-        assert shown == EMOJI[: first.structured_content["next_offset"]]
-        assert MAX_MAX_TOKENS // 2 < estimate_tokens(shown) <= MAX_MAX_TOKENS
-        assert REPLY_LIMIT // 2 < encoded_size(shown) < REPLY_LIMIT  # 12 bytes on the wire per emoji
-        text, replies = await read_whole(client, "emoji.md")
-        assert text == EMOJI and replies >= 2
+    first = await client.call_tool("get_document", {"path": "emoji.md", "max_tokens": MAX_MAX_TOKENS})
+    assert not first.is_error and first.structured_content["truncated"]
+    shown = document_text(first)
+    assert shown == EMOJI[: first.structured_content["next_offset"]]
+    assert MAX_MAX_TOKENS // 2 < estimate_tokens(shown) <= MAX_MAX_TOKENS
+    assert REPLY_LIMIT // 2 < encoded_size(shown) < REPLY_LIMIT  # 12 bytes on the wire per emoji
+    text, replies = await read_whole(client, "emoji.md")
+    assert text == EMOJI and replies >= 2
 
 
 def test_a_reply_that_would_outgrow_a_message_is_cut_where_it_fits_and_says_where_to_read_on() -> None:
@@ -95,56 +102,44 @@ def test_a_reply_that_would_outgrow_a_message_is_cut_where_it_fits_and_says_wher
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("mode", ERAS)
 async def test_an_escaping_heavy_document_is_read_in_bounded_pieces_with_nothing_lost_or_repeated(
-    server: HttpServer, mode: str
+    client: Client,
 ) -> None:
-    async with http_client(server.url, mode) as client:
-        text, replies = await read_whole(client, "hostile.md")
-        assert text == HOSTILE
-        assert replies > encoded_size(HOSTILE) // REPLY_LIMIT  # 1.7 MB of UTF-8, 3.7 MB on the wire
+    text, replies = await read_whole(client, "hostile.md")
+    assert text == HOSTILE
+    assert replies > encoded_size(HOSTILE) // REPLY_LIMIT  # 1.7 MB of UTF-8, 3.7 MB on the wire
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("mode", ERAS)
-async def test_a_resource_read_is_cut_to_fit_and_says_where_to_read_on(server: HttpServer, mode: str) -> None:
-    async with http_client(server.url, mode) as client:
-        for path, full in (("hostile.md", HOSTILE), ("big-0.md", LINES)):
-            text = (await client.read_resource(f"kb://doc/{path}")).contents[0].text
-            shown, _, notice = text.rpartition("\n\n[kbkit: TRUNCATED")
-            assert shown and full.startswith(shown), path
-            assert (
-                f"offset={len(shown)}.]" in notice and f"only the first {len(shown.encode())} bytes" in notice
-            )
-            rest = await client.call_tool("get_document", {"path": path, "offset": len(shown)})
-            assert full[len(shown) :].startswith(document_text(rest))
+async def test_a_resource_read_is_cut_to_fit_and_says_where_to_read_on(client: Client) -> None:
+    for path, full in (("hostile.md", HOSTILE), ("big-0.md", LINES)):
+        text = (await client.read_resource(f"kb://doc/{path}")).contents[0].text
+        shown, _, notice = text.rpartition("\n\n[kbkit: TRUNCATED")
+        assert shown and full.startswith(shown), path
+        assert f"offset={len(shown)}.]" in notice and f"only the first {len(shown.encode())} bytes" in notice
+        rest = await client.call_tool("get_document", {"path": path, "offset": len(shown)})
+        assert full[len(shown) :].startswith(document_text(rest))
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("mode", ERAS)
-async def test_a_search_whose_hits_outgrow_a_reply_is_cut_and_says_so(server: HttpServer, mode: str) -> None:
-    async with http_client(server.url, mode) as client:
-        await client.list_tools()  # the client checks results against the schema it listed
-        result = await client.call_tool("search", {"query": "needle", "limit": 100, "max_tokens": 10**7})
-        assert not result.is_error
-        data = result.structured_content
-        assert json.loads(result.content[0].text) == data
-        assert 10 < len(data["results"]) < 100 and data["truncated"] is True
-        assert f"holds {len(data['results'])} of 100 hits" in data["note"]
-        few = await client.call_tool("search", {"query": "needle", "limit": 5, "max_tokens": 10**7})
-        assert len(few.structured_content["results"]) == 5 and few.structured_content["truncated"] is False
+async def test_a_search_whose_hits_outgrow_a_reply_is_cut_and_says_so(client: Client) -> None:
+    await client.list_tools()  # the client checks results against the schema it listed
+    result = await client.call_tool("search", {"query": "needle", "limit": 100, "max_tokens": 10**7})
+    assert not result.is_error
+    data = result.structured_content
+    assert json.loads(result.content[0].text) == data
+    assert 10 < len(data["results"]) < 100 and data["truncated"] is True
+    assert f"holds {len(data['results'])} of 100 hits" in data["note"]
+    few = await client.call_tool("search", {"query": "needle", "limit": 5, "max_tokens": 10**7})
+    assert len(few.structured_content["results"]) == 5 and few.structured_content["truncated"] is False
 
 
 @pytest.mark.processes
-@pytest.mark.parametrize("mode", ERAS)
-async def test_a_topic_listing_that_outgrows_a_reply_is_cut_with_a_notice(
-    server: HttpServer, mode: str
-) -> None:
-    async with http_client(server.url, mode) as client:
-        text = (await client.read_resource("kb://topic/")).contents[0].text
-        listed = [line for line in text.splitlines() if line.startswith("- [")]
-        assert 10 < len(listed) < 162
-        assert f"[kbkit: TRUNCATED. Only the first {len(listed)} documents are listed;" in text
+async def test_a_topic_listing_that_outgrows_a_reply_is_cut_with_a_notice(client: Client) -> None:
+    text = (await client.read_resource("kb://topic/")).contents[0].text
+    listed = [line for line in text.splitlines() if line.startswith("- [")]
+    assert 10 < len(listed) < 162
+    assert f"[kbkit: TRUNCATED. Only the first {len(listed)} documents are listed;" in text
 
 
 def test_fit_text_finds_the_longest_prefix_that_fits() -> None:

@@ -5,7 +5,6 @@ audit's rate limit are counted at shutdown even when no later refusal comes to c
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import httpx2
@@ -13,7 +12,7 @@ import pytest
 
 from kbkit.errors import ExitCode
 from tests.helpers.http import INITIALIZE, JSON_HEADERS, HttpServer, auth_headers
-from tests.helpers.serve import kbkit_command
+from tests.helpers.serve import serve_with_no_client
 
 
 def json_lines(text: str) -> list[dict[str, object]]:
@@ -29,13 +28,7 @@ def json_lines(text: str) -> list[dict[str, object]]:
 
 @pytest.mark.processes
 def test_log_format_json_makes_the_stdio_boot_and_status_lines_json(project: Path) -> None:
-    done = subprocess.run(
-        [*kbkit_command(), "serve", "--root", str(project), "--log-format", "json"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = serve_with_no_client(project, "--log-format", "json")
     assert done.returncode == 0, done.stderr
     events = json_lines(done.stderr)
     messages = [str(event["message"]) for event in events if event["event"] == "status"]

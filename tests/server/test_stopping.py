@@ -15,7 +15,7 @@ import pytest
 
 from kbkit.errors import ExitCode
 from tests.helpers.http import HttpServer
-from tests.helpers.serve import kbkit_command
+from tests.helpers.serve import kbkit_command, serve_with_no_client
 from tests.helpers.terminal import CTRL_C, Terminal, as_at_a_shell
 from tests.helpers.wait import wait_until
 
@@ -75,13 +75,7 @@ def test_sigint_stops_stdio_serve_while_stdin_is_an_open_pipe(
 
 
 def test_the_end_of_stdin_still_ends_stdio_serve_with_exit_code_0(project: Path) -> None:
-    done = subprocess.run(
-        [*kbkit_command(), "serve", "--root", str(project)],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = serve_with_no_client(project)
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
 

@@ -17,12 +17,16 @@ from kbkit.errors import ConfigError
 from kbkit.skills.files import folder_hash
 from kbkit.skills.install import add, check, install, remove, update
 from kbkit.skills.lock import read_lock
-from tests.helpers.skills import commit_all, git, new_project, write_skill
+from tests.helpers.skills import (
+    commit_all,
+    git,
+    new_project,
+    project_with_skill,
+    project_with_skills,
+    run_kbkit,
+    write_skill,
+)
 from tests.peers.launch import forked_kbkit
-
-
-def run_kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
 
 
 def skill_repo(tmp_path: Path) -> Path:
@@ -121,9 +125,7 @@ def test_a_lock_an_older_kbkit_wrote_with_requested_ref_is_read_and_moved_out_on
     tmp_path: Path,
 ) -> None:
     source = skill_repo(tmp_path)
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "kb-usage")
-    add(load_settings(root), "skill-sources/kb-usage")
+    root, _ = project_with_skill(tmp_path)
     config = (root / "kbkit.toml").read_text()
     add(load_settings(root), str(source), skills=["review-rules"], ref="v1")
     (root / "kbkit.toml").write_text(config)  # as an older kbkit left it: the ask in the lock
@@ -163,9 +165,7 @@ def test_a_second_clone_restores_exactly_the_same_install_from_the_lock(tmp_path
 
 @pytest.mark.processes
 def test_a_tampered_installed_file_is_caught_by_check_with_the_path(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "kb-usage")
-    add(load_settings(root), "skill-sources/kb-usage")
+    root, _ = project_with_skill(tmp_path)
     (root / ".agents/skills/kb-usage/references/notes.md").write_text("injected instructions\n")
     result = run_kbkit("skills", "check", root=root)
     assert result.returncode == 1
@@ -203,11 +203,7 @@ def test_a_moved_tag_is_refused_by_install_until_update_accepts_it(tmp_path: Pat
 
 @pytest.mark.processes
 def test_a_source_that_no_longer_matches_is_refused_while_the_rest_installs(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    for name in ("kb-usage", "other-skill"):
-        write_skill(root / "skill-sources" / name)
-    settings = load_settings(root)
-    add(settings, "skill-sources", all_skills=True)
+    root, settings = project_with_skills(tmp_path, "kb-usage", "other-skill")
     (root / "skill-sources/kb-usage/references/notes.md").write_text("# Notes, revised\n")
     assert any("changed since it was locked" in p for p in check(settings).problems)
     report = install(settings)
@@ -224,11 +220,7 @@ def test_a_source_that_no_longer_matches_is_refused_while_the_rest_installs(tmp_
 
 @pytest.mark.git
 def test_remove_unpins_and_deletes_the_installed_copies_but_keeps_a_changed_one(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    for name in ("kb-usage", "edited"):
-        write_skill(root / "skill-sources" / name)
-    settings = load_settings(root)
-    add(settings, "skill-sources", all_skills=True)
+    root, settings = project_with_skills(tmp_path, "kb-usage", "edited")
     (root / ".agents/skills/edited/mine.md").write_text("my notes")
     remove(settings, "kb-usage")
     report = remove(settings, "edited")
@@ -242,10 +234,7 @@ def test_remove_unpins_and_deletes_the_installed_copies_but_keeps_a_changed_one(
 def test_install_leaves_skill_folders_it_did_not_install_alone_and_prune_moves_them_aside(
     tmp_path: Path,
 ) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "kb-usage")
-    settings = load_settings(root)
-    add(settings, "skill-sources/kb-usage")
+    root, settings = project_with_skill(tmp_path)
     write_skill(root / ".agents/skills/hand-made")  # installed by hand, or by another tool
     report = install(settings)
     assert report.unlocked == ["hand-made"] and (root / ".agents/skills/hand-made/SKILL.md").exists()
@@ -291,10 +280,7 @@ def test_the_lock_keeps_unknown_keys_their_order_and_entries_kbkit_does_not_rest
 
 @pytest.mark.processes
 def test_sync_check_fails_when_installed_skills_are_out_of_date(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    (root / "kbkit.toml").write_text(
-        (root / "kbkit.toml").read_text() + '[sync]\nclients = ["claude-code"]\n'
-    )
+    root = new_project(tmp_path, sync_clients='["claude-code"]')
     write_skill(root / "skill-sources" / "kb-usage")
     add(load_settings(root), "skill-sources/kb-usage")
     subprocess.run([*forked_kbkit(), "sync", "--root", str(root)], check=True, capture_output=True)
@@ -306,10 +292,7 @@ def test_sync_check_fails_when_installed_skills_are_out_of_date(tmp_path: Path) 
 
 @pytest.mark.processes
 def test_migrate_moves_sources_out_of_the_folder_npx_treats_as_an_agent_folder(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skills" / "kb-usage")
-    settings = load_settings(root)
-    add(settings, "skills/kb-usage")
+    root, settings = project_with_skill(tmp_path, folder="skills")
     assert any("npx skills remove deletes it" in w for w in check(settings).warnings)
     result = run_kbkit("skills", "migrate", root=root)
     assert result.returncode == 0, result.stderr
@@ -349,9 +332,7 @@ def test_every_agent_kbkit_syncs_for_has_its_skill_folder_or_says_it_has_none() 
 
 @pytest.mark.processes
 def test_json_reports_for_list_and_check(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "kb-usage")
-    add(load_settings(root), "skill-sources/kb-usage")
+    root, _ = project_with_skill(tmp_path)
     listed = json.loads(run_kbkit("skills", "list", "--json", root=root).stdout)
     assert (
         listed["skills"][0]["name"] == "kb-usage" and listed["skills"][0]["state"] == "installed and verified"
@@ -425,7 +406,7 @@ async def test_installed_skills_are_offered_as_prompts_and_resources(tmp_path: P
 async def test_the_server_offers_only_skills_whose_hash_verifies_and_says_which_it_does_not(
     tmp_path: Path,
 ) -> None:
-    from tests.helpers.serve import serve_stdio
+    from tests.helpers.serve import serve_stdio, serve_with_no_client
 
     root = new_project(tmp_path)
     for name in ("good-skill", "tampered", "unlocked"):
@@ -439,13 +420,7 @@ async def test_the_server_offers_only_skills_whose_hash_verifies_and_says_which_
         assert [p.name for p in (await client.list_prompts()).prompts] == ["skill.good-skill"]
         uris = [r.uri for r in (await client.list_resources()).resources if r.uri.startswith("skill://")]
         assert uris and all(uri.startswith("skill://good-skill/") for uri in uris)
-    boot = subprocess.run(
-        [*forked_kbkit(), "serve", "--root", str(root), "--no-watch"],
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stderr
+    boot = serve_with_no_client(root, "--no-watch", command=forked_kbkit()).stderr
     assert "tampered: the installed copy was changed" in boot and "not offered over MCP" in boot
     doctor = run_kbkit("doctor", root=root)
     assert "skills: tampered: the installed copy was changed" in doctor.stdout

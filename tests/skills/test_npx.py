@@ -5,7 +5,6 @@ sources come from local bare repositories through git's `url.<base>.insteadOf`).
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,9 +20,9 @@ from tests.helpers.skills import (
     new_project,
     npx_skills,
     require_skills_cli,
+    run_kbkit,
     write_skill,
 )
-from tests.peers.launch import forked_kbkit
 
 pytestmark = [pytest.mark.usefixtures("skills_cli"), pytest.mark.npm]
 
@@ -36,10 +35,6 @@ def skills_cli() -> tuple[str, str]:
 @pytest.fixture
 def github(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeGitHub:
     return FakeGitHub(tmp_path / "github", monkeypatch)
-
-
-def kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
 
 
 def odd_tree(folder: Path, name: str) -> Path:
@@ -65,8 +60,8 @@ def test_npx_add_of_a_local_skill_is_installed_and_verified_by_kbkit(tmp_path: P
     written = (root / "skills-lock.json").read_text()
     npx_hash = json.loads(written)["skills"]["odd-skill"]["computedHash"]
     assert npx_hash == folder_hash(root / "skill-sources/odd-skill")  # one hash, bit for bit
-    assert kbkit("skills", "install", root=root).returncode == 0
-    assert kbkit("skills", "check", root=root).returncode == 0
+    assert run_kbkit("skills", "install", root=root).returncode == 0
+    assert run_kbkit("skills", "check", root=root).returncode == 0
     assert (root / "skills-lock.json").read_text() == written  # kbkit rewrote nothing
 
 
@@ -89,7 +84,7 @@ def test_kbkit_add_then_npx_experimental_install_then_kbkit_check(tmp_path: Path
     assert result.returncode == 0, result.stdout + result.stderr
     assert (root / "skills-lock.json").read_bytes() == before  # npx rewrote it to the same bytes
     assert check(load_settings(root)).problems == []
-    assert kbkit("skills", "check", root=root).returncode == 0
+    assert run_kbkit("skills", "check", root=root).returncode == 0
 
 
 def test_npx_add_of_a_github_skill_then_kbkit_install_and_check(tmp_path: Path, github: FakeGitHub) -> None:
@@ -125,7 +120,7 @@ def test_unknown_source_types_are_reported_per_entry_while_the_rest_installs(tmp
         "computedHash": "ab" * 32,
     }
     (root / "skills-lock.json").write_text(json.dumps(lock, indent=2) + "\n")
-    result = kbkit("skills", "install", root=root)
+    result = run_kbkit("skills", "install", root=root)
     assert result.returncode == 0, result.stderr
     assert "installed kb-usage" in result.stdout
     assert "skipped 'from-npm': sourceType 'node_modules' is not one kbkit restores" in result.stderr
@@ -195,10 +190,10 @@ def test_npx_add_at_a_tag_then_kbkit_install_leaves_the_lock_byte_for_byte(
         assert result.returncode == 0, result.stdout + result.stderr
     written = (root / "skills-lock.json").read_bytes()
     assert json.loads(written)["skills"]["lint-rules"]["ref"] == "v1"
-    result = kbkit("skills", "install", root=root)
+    result = run_kbkit("skills", "install", root=root)
     assert result.returncode == 0, result.stderr
     assert (root / "skills-lock.json").read_bytes() == written
-    assert kbkit("skills", "check", root=root).returncode == 0
+    assert run_kbkit("skills", "check", root=root).returncode == 0
 
 
 def test_after_npx_rewrites_the_lock_kbkit_update_still_follows_the_tag_that_was_asked_for(
@@ -214,9 +209,9 @@ def test_after_npx_rewrites_the_lock_kbkit_update_still_follows_the_tag_that_was
     (work / "skills/lint-rules/references/notes.md").write_text("# Newer notes on main\n")
     commit_all(work, "main moves on")
     github.push(work, "main")
-    assert kbkit("skills", "update", root=root).returncode == 0
+    assert run_kbkit("skills", "update", root=root).returncode == 0
     assert read_lock(root).entries()["lint-rules"].commit == tagged  # still v1, not main
     git("tag", "-f", "v1", cwd=work)
     github.push(work, "main", "--tags")
-    assert kbkit("skills", "update", root=root).returncode == 0
+    assert run_kbkit("skills", "update", root=root).returncode == 0
     assert read_lock(root).entries()["lint-rules"].commit == git("rev-parse", "HEAD", cwd=work)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,22 +16,14 @@ from kbkit.skills.files import folder_hash
 from kbkit.skills.install import add, install
 from kbkit.skills.lock import read_lock
 from kbkit.sync.gitignore import escape_line, render_block
-from tests.helpers.skills import commit_all, git, new_project, write_skill
-from tests.peers.launch import forked_kbkit
+from tests.helpers.skills import commit_all, git, new_project, project_with_skill, run_kbkit, write_skill
 
 INJECTED = "good\n!.env.local\n!/.kbkit/"
 
 
-def run_kbkit(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*forked_kbkit(), *args, "--root", str(root)], capture_output=True, text=True)
-
-
 @pytest.mark.processes
 def test_a_skill_name_in_the_lock_cannot_unignore_secrets_through_kbkit_sync(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    (root / "kbkit.toml").write_text(
-        (root / "kbkit.toml").read_text() + '[sync]\nclients = ["claude-code"]\n'
-    )
+    root = new_project(tmp_path, sync_clients='["claude-code"]')
     write_skill(root / "skill-sources" / "good")
     lock = {
         "version": 1,
@@ -149,10 +140,7 @@ def test_a_linked_agent_folder_never_makes_install_write_or_delete_outside_the_p
 
 @pytest.mark.git
 def test_an_installed_skill_replaced_by_a_link_is_unlinked_not_followed(tmp_path: Path) -> None:
-    root = new_project(tmp_path)
-    write_skill(root / "skill-sources" / "demo")
-    settings = load_settings(root)
-    add(settings, "skill-sources/demo")
+    root, settings = project_with_skill(tmp_path, "demo")
     outside = write_skill(tmp_path / "outside" / "demo", name="demo")
     target = root / ".agents/skills/demo"
     os.rename(target, tmp_path / "moved")

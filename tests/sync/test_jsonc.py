@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kbkit.errors import JsoncError
 from kbkit.sync.jsonc import delete_member, get_member, loads, set_member
+from tests.helpers.sync import MCP_JSON
 
 KB = {"command": "kbkit", "args": ["serve", "--root", "."]}
 
@@ -41,21 +42,6 @@ ZED_SETTINGS = """\
       },
     },
   },
-}
-"""
-
-CLAUDE_MCP = """\
-{
-    "mcpServers": {
-        "github": {
-            "command": "npx",
-            "args": ["-y", "@modelcontextprotocol/server-github"]
-        },
-        "postgres": {
-            "command": "pg-mcp",
-            "env": {"PGHOST": "localhost"}
-        }
-    }
 }
 """
 
@@ -109,7 +95,7 @@ def test_get_member_returns_the_value_or_none_when_absent() -> None:
     assert get_member(ZED_SETTINGS, ["context_servers", "github", "command", "path"]) == "gh-mcp"
     assert get_member(ZED_SETTINGS, ["context_servers", "kb"]) is None
     assert get_member(ZED_SETTINGS, ["theme", "kb"]) is None
-    assert get_member(CLAUDE_MCP, ["nothing"]) is None
+    assert get_member(MCP_JSON, ["nothing"]) is None
 
 
 # ---------------------------------------------------------------- errors
@@ -218,8 +204,8 @@ def test_the_zed_settings_keep_every_comment_and_setting_when_kb_is_added() -> N
 
 
 def test_two_hand_added_servers_and_four_space_indent_are_kept() -> None:
-    updated = set_member(CLAUDE_MCP, ["mcpServers", "kb"], {"command": "kbkit", "args": ["serve"]})
-    assert updated == CLAUDE_MCP.replace(
+    updated = set_member(MCP_JSON, ["mcpServers", "kb"], {"command": "kbkit", "args": ["serve"]})
+    assert updated == MCP_JSON.replace(
         '            "env": {"PGHOST": "localhost"}\n        }\n',
         '            "env": {"PGHOST": "localhost"}\n        },\n'
         '        "kb": {\n            "command": "kbkit",\n            "args": [\n                "serve"\n'
@@ -248,7 +234,7 @@ def test_tab_indented_files_get_tab_indented_entries() -> None:
 
 
 def test_crlf_line_endings_are_kept_in_the_new_lines() -> None:
-    text = CLAUDE_MCP.replace("\n", "\r\n")
+    text = MCP_JSON.replace("\n", "\r\n")
     updated = set_member(text, ["mcpServers", "kb"], KB)
     assert "\n" not in updated.replace("\r\n", "")
     assert updated.endswith("}\r\n")
@@ -372,7 +358,7 @@ def test_an_entry_that_already_has_the_value_is_left_as_the_user_wrote_it() -> N
 
 
 def test_setting_the_same_value_twice_changes_nothing_the_second_time() -> None:
-    for text in (ZED_SETTINGS, CLAUDE_MCP, VSCODE_MCP, "", "{}", '{"a": 1}'):
+    for text in (ZED_SETTINGS, MCP_JSON, VSCODE_MCP, "", "{}", '{"a": 1}'):
         once = set_member(text, ["mcpServers", "kb"], KB)
         assert set_member(once, ["mcpServers", "kb"], KB) == once
 
@@ -426,7 +412,7 @@ def test_deleting_the_entry_in_the_zed_settings_keeps_the_trailing_comma_style()
 
 def test_deleting_a_missing_member_returns_the_text_unchanged() -> None:
     for path in (["mcpServers", "kb"], ["nothing"], ["nothing", "kb"], ["mcpServers", "github", "x"]):
-        assert delete_member(CLAUDE_MCP, path) == CLAUDE_MCP
+        assert delete_member(MCP_JSON, path) == MCP_JSON
     assert delete_member("", ["kb"]) == ""
 
 
@@ -437,7 +423,7 @@ def test_deleting_a_duplicated_key_removes_every_occurrence() -> None:
 def test_adding_then_removing_the_entry_restores_the_original_bytes() -> None:
     cases = [
         (ZED_SETTINGS, ["context_servers", "kb"]),
-        (CLAUDE_MCP, ["mcpServers", "kb"]),
+        (MCP_JSON, ["mcpServers", "kb"]),
         (VSCODE_MCP, ["servers", "kb"]),
         ('{\n  "servers": {},\n  "inputs": []\n}\n', ["servers", "kb"]),
         ('{"mcpServers": {"x": {}}}', ["mcpServers", "kb"]),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,8 +41,28 @@ def run(root: Path, **options):
     return sync(load_settings(root), **options)
 
 
-def read_json(root: Path, rel: str):
+def read_json(root: Path, rel: str) -> Any:
     return jsonc.loads((root / rel).read_text())
+
+
+APPROVAL_FIELDS: dict[str, tuple[str, ...]] = {
+    ".claude/settings.local.json": ("permissions", "allow"),
+    ".devin/config.local.json": ("permissions", "allow"),
+    ".crush.json": ("permissions", "allowed_tools"),
+    ".kilo/kilo.json": ("permission",),
+    ".kiro/settings/mcp.json": ("mcpServers", "{server}", "autoApprove"),
+    ".roo/mcp.json": ("mcpServers", "{server}", "alwaysAllow"),
+    ".gemini/settings.json": ("tools", "allowed"),
+}
+"""Where each client's file keeps the tools it runs without asking ({server}: the server's name)."""
+
+
+def approved(root: Path, rel: str, server: str = "kb") -> Any:
+    """The pre-approved tools in one client's file, from where APPROVAL_FIELDS says it keeps them."""
+    value = read_json(root, rel)
+    for key in APPROVAL_FIELDS[rel]:
+        value = value[key.format(server=server)]
+    return value
 
 
 def set_config(root: Path, clients: list[str], sync_extra: str = "", extra: str = "") -> None:
@@ -65,37 +86,17 @@ def test_each_agent_gets_exactly_the_read_only_kb_tools_in_its_own_field(tmp_pat
     assert read_json(root, ".claude/settings.local.json") == {
         "permissions": {"allow": ["mcp__kb__search", "mcp__kb__get_document"]}
     }
-    assert read_json(root, ".devin/config.local.json")["permissions"]["allow"] == [
-        "mcp__kb__search",
-        "mcp__kb__get_document",
-    ]
-    assert read_json(root, ".crush.json")["permissions"]["allowed_tools"] == [
-        "mcp_kb_search",
-        "mcp_kb_get_document",
-    ]
-    assert read_json(root, ".kilo/kilo.json")["permission"] == {
-        "kb_search": "allow",
-        "kb_get_document": "allow",
+    assert {rel: approved(root, rel) for rel in APPROVAL_FIELDS} == {
+        ".claude/settings.local.json": ["mcp__kb__search", "mcp__kb__get_document"],
+        ".devin/config.local.json": ["mcp__kb__search", "mcp__kb__get_document"],
+        ".crush.json": ["mcp_kb_search", "mcp_kb_get_document"],
+        ".kilo/kilo.json": {"kb_search": "allow", "kb_get_document": "allow"},
+        ".kiro/settings/mcp.json": ["search", "get_document"],
+        ".roo/mcp.json": ["search", "get_document"],
+        ".gemini/settings.json": ["mcp_kb_search", "mcp_kb_get_document"],
     }
-    assert read_json(root, ".kiro/settings/mcp.json")["mcpServers"]["kb"]["autoApprove"] == [
-        "search",
-        "get_document",
-    ]
-    assert read_json(root, ".roo/mcp.json")["mcpServers"]["kb"]["alwaysAllow"] == ["search", "get_document"]
-    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == [
-        "mcp_kb_search",
-        "mcp_kb_get_document",
-    ]
     assert not (root / ".gemini/policies").exists()  # Gemini CLI 0.61 ignores workspace policies
-    approvals = [
-        *read_json(root, ".claude/settings.local.json")["permissions"]["allow"],
-        *read_json(root, ".devin/config.local.json")["permissions"]["allow"],
-        *read_json(root, ".crush.json")["permissions"]["allowed_tools"],
-        *read_json(root, ".kilo/kilo.json")["permission"],
-        *read_json(root, ".kiro/settings/mcp.json")["mcpServers"]["kb"]["autoApprove"],
-        *read_json(root, ".roo/mcp.json")["mcpServers"]["kb"]["alwaysAllow"],
-        *read_json(root, ".gemini/settings.json")["tools"]["allowed"],
-    ]
+    approvals = [name for rel in APPROVAL_FIELDS for name in approved(root, rel)]
     assert not set(approvals) & set(WHOLE_SERVER)
     for rel, text in written(root).items():
         assert '"trust"' not in text, rel
@@ -107,11 +108,11 @@ def test_names_follow_the_server_name_and_the_tool_allowlist(tmp_path: Path) -> 
     server = '[server]\nname = "team.kb"\ntools = ["search"]\n'
     root = repo(tmp_path, extra=server)
     run(root)
-    assert read_json(root, ".claude/settings.local.json")["permissions"]["allow"] == ["mcp__team.kb__search"]
-    assert read_json(root, ".crush.json")["permissions"]["allowed_tools"] == ["mcp_team.kb_search"]
-    assert read_json(root, ".kilo/kilo.json")["permission"] == {"team_kb_search": "allow"}  # Kilo sanitizes
-    assert read_json(root, ".roo/mcp.json")["mcpServers"]["team.kb"]["alwaysAllow"] == ["search"]
-    assert read_json(root, ".gemini/settings.json")["tools"]["allowed"] == ["mcp_team.kb_search"]
+    assert approved(root, ".claude/settings.local.json") == ["mcp__team.kb__search"]
+    assert approved(root, ".crush.json") == ["mcp_team.kb_search"]
+    assert approved(root, ".kilo/kilo.json") == {"team_kb_search": "allow"}  # Kilo sanitizes
+    assert approved(root, ".roo/mcp.json", server="team.kb") == ["search"]
+    assert approved(root, ".gemini/settings.json") == ["mcp_team.kb_search"]
 
 
 def test_a_memory_tool_named_like_a_kb_tool_is_never_pre_approved(tmp_path: Path) -> None:
@@ -171,14 +172,8 @@ def test_a_renamed_server_moves_the_names_and_a_second_run_changes_nothing(tmp_p
     run(root)
     set_config(root, APPROVING, extra='[server]\nname = "docs"\n')
     run(root)
-    assert read_json(root, ".claude/settings.local.json")["permissions"]["allow"] == [
-        "mcp__docs__search",
-        "mcp__docs__get_document",
-    ]
-    assert read_json(root, ".kilo/kilo.json")["permission"] == {
-        "docs_search": "allow",
-        "docs_get_document": "allow",
-    }
+    assert approved(root, ".claude/settings.local.json") == ["mcp__docs__search", "mcp__docs__get_document"]
+    assert approved(root, ".kilo/kilo.json") == {"docs_search": "allow", "docs_get_document": "allow"}
     before = written(root)
     report = run(root)
     assert {o.action for o in report.outcomes} == {"unchanged"}

@@ -175,30 +175,20 @@ def test_a_removed_client_loses_only_kbkit_s_entry(tmp_path: Path) -> None:
 
 
 @pytest.mark.git
-def test_a_renamed_server_retracts_the_old_entry(tmp_path: Path) -> None:
-    root = git_repo(tmp_path, ["claude-code"])
-    run_sync(root)
-    (root / "kbkit.toml").write_text(
-        '[kb]\npath = "docs"\n[server]\nname = "team-kb"\n[sync]\nclients = ["claude-code"]\n'
-    )
-    run_sync(root)
-    assert set(json.loads((root / ".mcp.json").read_text())["mcpServers"]) == {"team-kb"}
-
-
-@pytest.mark.git
-def test_a_file_kbkit_created_is_still_its_own_after_a_rename_and_goes_when_the_client_goes(
-    tmp_path: Path,
+@pytest.mark.parametrize(("client", "file"), [("claude-code", ".mcp.json"), ("cursor", ".cursor/mcp.json")])
+def test_a_renamed_server_retracts_the_old_entry_and_the_file_kbkit_created_goes_when_the_client_goes(
+    tmp_path: Path, client: str, file: str
 ) -> None:
-    root = git_repo(tmp_path, ["cursor"])
+    root = git_repo(tmp_path, [client])
     run_sync(root)
     (root / "kbkit.toml").write_text(
-        '[kb]\npath = "docs"\n[server]\nname = "team-kb"\n[sync]\nclients = ["cursor"]\n'
+        f'[kb]\npath = "docs"\n[server]\nname = "team-kb"\n[sync]\nclients = ["{client}"]\n'
     )
     run_sync(root)
-    assert set(json.loads((root / ".cursor/mcp.json").read_text())["mcpServers"]) == {"team-kb"}
+    assert set(json.loads((root / file).read_text())["mcpServers"]) == {"team-kb"}
     (root / "kbkit.toml").write_text('[kb]\npath = "docs"\n[sync]\nclients = []\n')
     run_sync(root)
-    assert not (root / ".cursor/mcp.json").exists()
+    assert not (root / file).exists()
 
 
 @pytest.mark.git

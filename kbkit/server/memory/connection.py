@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -21,6 +21,7 @@ import mcp.types as types
 from mcp import Client
 
 from kbkit.config import ENV_FILE, MemorySettings
+from kbkit.errors import describe, leaves
 from kbkit.server.memory.bounds import MAX_REPLY_BYTES, CappedTransport, ReplyTooLarge
 from kbkit.server.memory.keys import Credential, key_problem, read_credential, upstream_env
 from kbkit.server.memory.redaction import Redactor
@@ -227,7 +228,7 @@ def explain_failure(
     credential: Credential | None = None,
 ) -> str:
     """A failure to reach the upstream, in words a user can act on (`status`: the HTTP error seen)."""
-    found = list(leaves(exc))
+    found = list(leaves(exc, causes=True))
     where = settings.endpoint
     if status in (401, 403):
         source = credential.hint() if credential else f"{settings.credential} in {ENV_FILE}"
@@ -250,19 +251,3 @@ def explain_failure(
         )
     text = "; ".join(describe(leaf) for leaf in found)
     return f"not an MCP endpoint: {where} did not speak MCP ({text}); check [memory] url"
-
-
-def leaves(exc: BaseException) -> Iterable[BaseException]:
-    """The exceptions inside an exception group (and their causes): what actually went wrong."""
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from leaves(inner)
-    else:
-        yield exc
-        if exc.__cause__ is not None:
-            yield from leaves(exc.__cause__)
-
-
-def describe(exc: BaseException) -> str:
-    message = str(exc).strip() or type(exc).__name__
-    return f"{type(exc).__name__}: {message}"[:300]

@@ -19,8 +19,9 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from kbkit.config import MemorySettings
+from kbkit.errors import describe, leaves
 from kbkit.server.memory.bounds import ReplyTooLarge, bounded, too_large, too_large_notice
-from kbkit.server.memory.connection import Connection, describe, leaves
+from kbkit.server.memory.connection import Connection
 from kbkit.server.memory.declarations import declared
 from kbkit.server.memory.keys import key_problem, not_configured
 from kbkit.server.memory.redaction import Redactor, redacted
@@ -141,7 +142,7 @@ class MemoryProxy:
                 f"{name}: the connection to the memory service closed during the call.{unknown}"
             )
         except Exception as exc:  # the connection broke: reconnect in the background
-            if any(isinstance(leaf, ReplyTooLarge) for leaf in leaves(exc)):
+            if any(isinstance(leaf, ReplyTooLarge) for leaf in leaves(exc, causes=True)):
                 return self._error(too_large_notice(name))
             connection.lost(f"the connection broke during a call ({describe(exc)})")
             return self._error(
