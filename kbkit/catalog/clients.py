@@ -84,6 +84,11 @@ class Client:
     """always | http (only for a direct HTTP entry, which names MCP_TOKEN) | preapprove"""
     source: str = ""
     """Where the facts of this row come from (docs/clients.md has the detail)."""
+    aliases: tuple[str, ...] = ()
+    """Other names `[sync] clients` and `--only` accept for this row: an id it had before a rename."""
+    end_of_life: str | None = None
+    """What changed for an agent its vendor has stopped or stopped serving for most users, and what
+    to move to: the row stays usable and `kbkit doctor` says this line."""
 
     @property
     def user_level(self) -> bool:
@@ -170,6 +175,9 @@ CLIENTS: dict[str, Client] = {
             "starts no project server",
             source="google-gemini/gemini-cli docs/tools/mcp-server.md, docs/cli/trusted-folders.md; "
             "Gemini CLI 0.61.0 run offline",
+            end_of_life="Google stopped serving Gemini CLI to free, Google AI Pro and Ultra users on "
+            "2026-06-18 (Code Assist Standard/Enterprise and paid API keys keep it); its successor is "
+            "Antigravity CLI: add \"antigravity-cli\" to [sync] clients",
         ),
         Client(
             "opencode",
@@ -233,15 +241,17 @@ CLIENTS: dict[str, Client] = {
             source="modelcontextprotocol.io/quickstart/user",
         ),
         Client(
-            "windsurf",
-            "Windsurf",
+            "devin-desktop",
+            "Devin Desktop (Windsurf)",
             ".agents/tool-cfg/windsurf.json",
             "json",
             ("mcpServers",),
             "server-url",
             "${{env:{var}}}",
             user_config="~/.codeium/windsurf/mcp_config.json",
-            source="docs.windsurf.com/windsurf/cascade/mcp",
+            source="docs.windsurf.com/windsurf/cascade/mcp (Windsurf renamed Devin Desktop, 2026-06: "
+            "the MCP file is unchanged)",
+            aliases=("windsurf",),
         ),
         Client(
             "cline",
@@ -266,6 +276,9 @@ CLIENTS: dict[str, Client] = {
             caveat="turn on auto-approval of MCP tools in Roo Code: alwaysAllow applies only then",
             caveat_when="preapprove",
             source="RooCodeInc/Roo-Code src/services/mcp/McpHub.ts, src/core/auto-approval/index.ts",
+            end_of_life="Roo Code was shut down on 2026-05-15 (its repository is archived): the "
+            "extension keeps reading .roo/mcp.json, but gets no fixes; its notice points to Zoo Code "
+            "and Cline",
         ),
         Client(
             "kilo",
@@ -315,8 +328,9 @@ CLIENTS: dict[str, Client] = {
             ("amp.mcpServers",),
             "plain",
             None,
-            caveat="run `amp mcp approve {server}` once: Amp starts a workspace server only after approval",
-            source="ampcode.com/manual (Workspace settings, MCP)",
+            caveat="run `amp mcp approve {server}` (again after kbkit sync changes the entry, as the "
+            "approval is bound to it): Amp starts a workspace server only after approval",
+            source="ampcode.com/manual (Workspace settings, MCP); Amp run offline",
         ),
         Client(
             "crush",
@@ -352,6 +366,8 @@ CLIENTS: dict[str, Client] = {
             None,
             caveat="use Continue in agent mode: MCP tools are offered only there",
             source="continuedev/continue docs/customize/deep-dives/mcp.mdx",
+            end_of_life="Continue's team joined Cursor and continuedev/continue is read-only after its "
+            "final release: Continue keeps reading .continue/mcpServers, but gets no fixes",
         ),
         Client(
             "trae",
@@ -376,8 +392,168 @@ CLIENTS: dict[str, Client] = {
             "start project servers by itself",
             source="warpdotdev/docs src/content/docs/agent-platform/capabilities/mcp.mdx",
         ),
+        Client(
+            "antigravity",
+            "Google Antigravity",
+            ".agents/tool-cfg/antigravity.json",
+            "json",
+            ("mcpServers",),
+            "server-url",
+            None,
+            user_config="Antigravity's raw MCP config (Agent panel > ... > MCP Servers > Manage MCP Servers "
+            "> View raw config), then Refresh",
+            source="docs.silabs.com/mcp (Antigravity setup); langchain-ai/docs #1609 (serverUrl); "
+            "Google's own page not found: env references unverified",
+        ),
+        Client(
+            "antigravity-cli",
+            "Antigravity CLI",
+            ".agents/mcp_config.json",
+            "json",
+            ("mcpServers",),
+            "server-url",
+            None,
+            source="stbenjam/skillsaw docs/rules/antigravity-mcp-valid.md (measured against agy 1.1.26); "
+            "Google's own page not found: env references unverified",
+        ),
+        Client(
+            "jetbrains-ai",
+            "JetBrains AI Assistant",
+            ".agents/tool-cfg/jetbrains-ai.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            user_config="Settings | Tools | AI Assistant | Model Context Protocol (MCP) > Add > As JSON, "
+            "level: current project",
+            source="jetbrains.com/help/ai-assistant/mcp.html (2026.1: stdio and streamable HTTP)",
+        ),
+        Client(
+            "augment",
+            "Augment (Auggie)",
+            ".augment/settings.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            source="@augmentcode/auggie 0.36.0 (its bundle: .augment/settings.json and "
+            "settings.local.json per workspace); Auggie run offline",
+        ),
+        Client(
+            "goose",
+            "Goose",
+            ".agents/tool-cfg/goose.json",
+            "json",
+            ("extensions",),
+            "goose",
+            None,
+            user_config="~/.config/goose/config.yaml, under extensions: (YAML reads this JSON as it is)",
+            source="aaif-goose/goose documentation/docs/guides/config-files.md",
+        ),
+        Client(
+            "kimi",
+            "Kimi Code CLI",
+            ".agents/tool-cfg/kimi.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            user_config="~/.kimi/mcp.json (or $KIMI_SHARE_DIR/mcp.json)",
+            source="kimi-cli 1.52.0 (PyPI) kimi_cli/cli/mcp.py, kimi_cli/share.py",
+        ),
+        Client(
+            "openhands",
+            "OpenHands CLI",
+            ".agents/tool-cfg/openhands.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            user_config="~/.openhands/mcp.json",
+            source="openhands 1.16.0 (PyPI) openhands_cli/mcp/mcp_utils.py",
+        ),
+        Client(
+            "firebender",
+            "Firebender",
+            "firebender.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            source="docs.firebender.com/context/syntax, /api-reference/syntax (project firebender.json; "
+            "a personal ~/.firebender/firebender.json server of the same name wins)",
+        ),
+        Client(
+            "visual-studio",
+            "Visual Studio",
+            ".vs/mcp.json",
+            "json",
+            ("servers",),
+            "typed",
+            None,
+            caveat="enable the {server} tools in Copilot Chat's tool picker (agent mode): Visual Studio "
+            "starts MCP tools disabled",
+            source="MicrosoftDocs/visualstudio-docs docs/ide/mcp-servers.md (<SOLUTIONDIR>\\.vs\\mcp.json)",
+        ),
+        Client(
+            "qoder",
+            "Qoder CLI",
+            ".mcp.json",
+            "json",
+            ("mcpServers",),
+            "typed",
+            "${{{var}}}",
+            caveat="trust the folder and approve the project server when Qoder CLI asks: it keeps .mcp.json "
+            "servers pending until approved",
+            source="@qoder-ai/qodercli 1.1.52 (its bundle: .mcp.json, enabledProjectMcpServers, "
+            "${VAR} expansion); Qoder CLI run offline",
+        ),
+        Client(
+            "grok-cli",
+            "Grok CLI (vibe-kit)",
+            ".grok/settings.json",
+            "json",
+            ("mcpServers",),
+            "grok",
+            None,
+            http=False,
+            source="@vibe-kit/grok-cli 0.0.34 dist/mcp/config.js, dist/mcp/client.js, "
+            "dist/utils/settings-manager.js; Grok CLI run offline",
+        ),
+        Client(
+            "rovodev",
+            "Rovo Dev CLI",
+            ".agents/tool-cfg/rovodev.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            user_config="~/.rovodev/mcp.json (`acli rovodev mcp` opens it)",
+            source="support.atlassian.com/rovo/docs/connect-to-an-mcp-server-in-rovo-dev-cli",
+        ),
+        Client(
+            "bob",
+            "IBM Bob",
+            ".bob/mcp.json",
+            "json",
+            ("mcpServers",),
+            "roo",
+            None,
+            approval=Approval("entry", ("alwaysAllow",), "{tool}"),
+            source="bob.ibm.com/docs/ide/configuration/mcp/mcp-in-bob; ibm.com/docs (ADS: Bob's "
+            "alwaysAllow, streamable-http)",
+        ),
     )
 }
+
+ALIASES: dict[str, str] = {alias: client.name for client in CLIENTS.values() for alias in client.aliases}
+"""A renamed agent's old id, accepted wherever a client name is (`[sync] clients`, `--only`)."""
+
+
+def canonical(name: str) -> str:
+    """The row's id for a client name or one of its aliases (an unknown name is returned as it is)."""
+    return ALIASES.get(name, name)
+
 
 SIGN_IN: dict[str, str] = {
     "claude-code": "run /mcp in Claude Code, pick {server} and choose Authenticate (a browser opens)",

@@ -33,7 +33,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from kbkit.catalog.agents import UnknownAgent, resolve
-from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, TOKEN_VAR
+from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, TOKEN_VAR, canonical
 from kbkit.catalog.filetypes import FILE_TYPES
 
 KB_TOOL_NAMES = ("search", "get_document")
@@ -138,7 +138,12 @@ Names = tuple[StrictStr, ...]
 """A list of strings in TOML."""
 ParserNames = Annotated[Names, AfterValidator(_known(FILE_TYPES, "parser"))]
 ToolNames = Annotated[Names, AfterValidator(_known(KB_TOOL_NAMES, "tool"))]
-ClientNames = Annotated[Names, AfterValidator(_known(CLIENTS, "client"))]
+ClientNames = Annotated[
+    Names,
+    AfterValidator(lambda names: tuple(canonical(name) for name in names)),
+    AfterValidator(_known(CLIENTS, "client")),
+]
+"""Client ids; a renamed agent's old id (an alias) stands for its row."""
 
 
 def _skill_agents(names: tuple[str, ...]) -> tuple[str, ...]:
