@@ -8,6 +8,7 @@ import random
 import re
 import socket
 import statistics
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -17,6 +18,12 @@ from kbkit.kb.parsers import parse_markdown
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 """The read-only benchmark data: `../shared/data` relative to the project root."""
+
+
+def rerun(module: str, *args: str) -> list[str]:
+    """The command line that runs bench module `module` (its `__spec__.name`) again in a child, as
+    `python -m bench.NAME` from the project root runs it: give the child `cwd=PROJECT_ROOT`."""
+    return [sys.executable, "-m", module, *args]
 
 
 def data_dir(override: Path | None) -> Path:

@@ -21,7 +21,7 @@ is embedded first, which takes long: `--project DIR` keeps the index for another
 result's offset from the passage the fused evidence favours, or always the lexical one, or always
 the one holding the best vector.
 
-    .venv/bin/python bench/agent_loop.py [--data DIR] [--questions FILE] [--semantic] [--project DIR]
+    .venv/bin/python -m bench.agent_loop [--data DIR] [--questions FILE] [--semantic] [--project DIR]
 """
 
 from __future__ import annotations
@@ -38,9 +38,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from _peers import Bm25sPeer
-from _util import MachineWatch, data_dir, percentile, print_table, unpack, verdict, write_project
-
+from bench._peers import Bm25sPeer
+from bench._util import MachineWatch, data_dir, percentile, print_table, unpack, verdict, write_project
 from kbkit.config import load_settings
 from kbkit.kb import search as kb_search
 from kbkit.kb import semantic

@@ -10,7 +10,7 @@ is unpacked once into a temporary project and indexed through `KnowledgeBase.sca
   consecutive words of a document's prose, through `KnowledgeBase.search()` with the defaults
   an agent gets (limit 10, max_tokens 4000), plus limit 100 for reference.
 
-    .venv/bin/python bench/cpp_docs.py [--data DIR] [--queries 200] [--seed 1]
+    .venv/bin/python -m bench.cpp_docs [--data DIR] [--queries 200] [--seed 1]
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Unpack
 
-from _util import (
+from bench._util import (
     MachineWatch,
     data_dir,
     make_queries,
@@ -37,7 +37,6 @@ from _util import (
     verdict,
     write_project,
 )
-
 from kbkit.config import STATE_DIR, load_settings
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.indexer import ScanReport

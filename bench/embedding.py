@@ -11,8 +11,8 @@ data set, fresh each time, with the code at git REF and with this checkout, alte
 (before, after, then after, before, ... for `--rounds`), each in its own process: wall and CPU
 seconds, peak RSS, and what it embedded.
 
-    .venv/bin/python bench/embedding.py [--data DIR] [--docs 1000] [--threads 2]
-    .venv/bin/python bench/embedding.py --against main [--set tldr] [--rounds 1]
+    .venv/bin/python -m bench.embedding [--data DIR] [--docs 1000] [--threads 2]
+    .venv/bin/python -m bench.embedding --against main [--set tldr] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _util import PROJECT_ROOT, MachineWatch, data_dir, print_table, unpack
+from bench._util import PROJECT_ROOT, MachineWatch, data_dir, print_table, rerun, unpack
 
 SETS = {"tldr pages": ("tldr-en.tar.gz", "tldr-en/pages"), "cpp-docs": ("cpp-docs.tar.gz", "cpp-docs")}
 """label -> (archive, the folder of pages in it)."""
@@ -73,8 +73,9 @@ def measure(root: Path, threads: int, semantic: bool) -> dict[str, Any]:
         for path in state.iterdir():
             path.unlink()
     result = subprocess.run(
-        [sys.executable, __file__, "--child", str(root), "--threads", str(threads)]
+        rerun(__spec__.name, "--child", str(root), "--threads", str(threads))
         + (["--semantic"] if semantic else []),
+        cwd=PROJECT_ROOT,
         capture_output=True,
         text=True,
         check=True,

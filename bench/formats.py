@@ -16,7 +16,7 @@ with the same questions: success@5 (an answer in the top 5) and MRR@10.
 - `--corpus cpp-docs`: 60 random Microsoft C++ docs pages (larger, with tables and code); each
   question is one of a page's own second-level headings, answered by that page.
 
-    python bench/formats.py [--corpus tldr|cpp-docs] [--pages 60] [--rounds 3] [--data DIR]
+    python -m bench.formats [--corpus tldr|cpp-docs] [--pages 60] [--rounds 3] [--data DIR]
 """
 
 from __future__ import annotations
@@ -28,16 +28,14 @@ import re
 import resource
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from _util import MachineWatch, data_dir, print_table, unpack, write_project
-from search_quality import answers_match, load_questions
-
+from bench._util import PROJECT_ROOT, MachineWatch, data_dir, print_table, rerun, unpack, write_project
+from bench.search_quality import answers_match, load_questions
 from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
@@ -385,7 +383,11 @@ def run_hostile(work: Path) -> None:
         target = root / "docs" / name.replace(" ", "-").replace(",", "")
         write(target)
         child = subprocess.run(
-            [sys.executable, __file__, "--index-once", str(root)], capture_output=True, text=True, check=True
+            rerun(__spec__.name, "--index-once", str(root)),
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=PROJECT_ROOT,
         )
         run = json.loads(child.stdout)
         outcome = (
@@ -457,7 +459,8 @@ def main() -> None:
             order = formats[round_no % len(formats) :] + formats[: round_no % len(formats)]
             for fmt in order:
                 child = subprocess.run(
-                    [sys.executable, __file__, "--index-once", str(roots[fmt])],
+                    rerun(__spec__.name, "--index-once", str(roots[fmt])),
+                    cwd=PROJECT_ROOT,
                     capture_output=True,
                     text=True,
                     check=True,

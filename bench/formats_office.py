@@ -9,7 +9,7 @@ reference row. Each run is `kbkit index` in its own process on a project holding
 so its time and peak memory (max RSS) are its own; the formats are run in turn, `--rounds`
 times, and the median is shown.
 
-    .venv/bin/python bench/formats_office.py [--rounds 3] [--size 1.0]
+    .venv/bin/python -m bench.formats_office [--rounds 3] [--size 1.0]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _util import MachineWatch, print_table, write_project
+from bench._util import PROJECT_ROOT, MachineWatch, print_table, rerun, write_project
 
 KBKIT = str(Path(sys.executable).parent / "kbkit")
 _LETTERS = random.Random(0)
@@ -270,7 +270,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         # Built in a process of its own: a child forked from a process holding the libraries and the
         # files would start with (and report) that process's memory as its own peak.
-        subprocess.run([sys.executable, __file__, "--build", tmp, "--size", str(args.size)], check=True)
+        subprocess.run(
+            rerun(__spec__.name, "--build", tmp, "--size", str(args.size)), check=True, cwd=PROJECT_ROOT
+        )
         files = {name: Path(tmp) / name / "docs" / f"file.{name}" for name in FORMATS}
         for number, (label, (ext, _)) in enumerate(EXTRA.items()):
             files[label] = Path(tmp) / f"extra{number}" / "docs" / f"file.{ext}"

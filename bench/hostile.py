@@ -13,7 +13,7 @@ Each case runs in its own process, so its time and peak memory (the process's ma
   `--limit` seconds and extrapolated from the files done; "after" is `kbkit index` (RE2).
 - over-long pattern: a 404-character pattern, refused by `kbkit index` with one line.
 
-    .venv/bin/python bench/hostile.py [--draws 600000] [--files 3000] [--limit 60]
+    .venv/bin/python -m bench.hostile [--draws 600000] [--files 3000] [--limit 60]
 """
 
 from __future__ import annotations
@@ -27,10 +27,8 @@ import threading
 import time
 from pathlib import Path
 
-from _util import PROJECT_ROOT, MachineWatch, print_table, write_project
-
-sys.path.insert(0, str(PROJECT_ROOT / "tests"))
-from peers.hostile import (  # noqa: E402
+from bench._util import MachineWatch, print_table, write_project
+from tests.peers.hostile import (
     backtracking_kbignore,
     backtracking_names,
     form_bomb_pdf,

@@ -12,7 +12,7 @@ every command given (`--command`, repeatable; the installed `kbkit` by default):
 
 An older kbkit can be measured from a source tree: `--command "python -m kbkit" --pythonpath DIR`.
 
-    .venv/bin/python bench/http_attack.py [--sockets 1100] [--soft 1024 --hard 1024] [--wait 60]
+    .venv/bin/python -m bench.http_attack [--sockets 1100] [--soft 1024 --hard 1024] [--wait 60]
 """
 
 from __future__ import annotations
@@ -24,17 +24,16 @@ import resource
 import shlex
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import httpx2
-from _util import MachineWatch, free_port, print_table, write_project
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import TEST_TOKEN, kbkit_command  # noqa: E402
+from bench._util import MachineWatch, free_port, print_table, write_project
+from tests.helpers.http import TEST_TOKEN
+from tests.helpers.serve import kbkit_command
 
 HALF_REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 MODERN = "2026-07-28"

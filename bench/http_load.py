@@ -26,7 +26,7 @@ on the same machine: on 2 cores it competes with the server, and the table says 
   tokens file) and an OAuth JWT (RS256, from an issuer this script serves on loopback), side by
   side on one server, in the order A B C C B A so drift over the run falls on each alike.
 
-    .venv/bin/python bench/http_load.py [--clients 32] [--calls 200] [--sweep 2,4,8] [--mode auto|legacy]
+    .venv/bin/python -m bench.http_load [--clients 32] [--calls 200] [--sweep 2,4,8] [--mode auto|legacy]
         [--replicas 1,2,3] # HAProxy in front of that many replicas ('' for none)
         [--only-replicas]  # only the HAProxy runs (and one server without it, for comparison)
         [--profile FILE]   # py-spy samples of the HTTP server during the load, summed up by
@@ -55,7 +55,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _util import (
+from mcp import Client
+from mcp.types import TextContent
+
+from bench._util import (
     MachineWatch,
     cpu_seconds,
     data_dir,
@@ -67,16 +70,12 @@ from _util import (
     verdict,
     write_project,
 )
-from mcp import Client
-from mcp.types import TextContent
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import TEST_TOKEN, HttpServer, http_client, serve_stdio  # noqa: E402
-from peers.haproxy import Balancer, haproxy_path  # noqa: E402
-
-from kbkit.config import load_settings  # noqa: E402
-from kbkit.kb.base import KnowledgeBase  # noqa: E402
-from kbkit.server.auth.tokens import create  # noqa: E402
+from kbkit.config import load_settings
+from kbkit.kb.base import KnowledgeBase
+from kbkit.server.auth.tokens import create
+from tests.helpers.http import TEST_TOKEN, HttpServer, http_client
+from tests.helpers.serve import serve_stdio
+from tests.peers.haproxy import Balancer, haproxy_path
 
 AUDIENCE = "http://kbkit-bench.invalid/mcp"
 P50_AUTH_TARGET = 1.10

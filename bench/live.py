@@ -15,7 +15,7 @@ server starts, so each `kbkit serve --root <project>` (stdio, watching) boots on
     the start-up settles, the server's CPU time (utime + stime from /proc/<pid>/stat) is read
     over `--seconds` (60) of nothing changing, reported as % of one core.
 
-    .venv/bin/python bench/live.py [--edits 30] [--gap 0.3] [--seconds 60]
+    .venv/bin/python -m bench.live [--edits 30] [--gap 0.3] [--seconds 60]
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from pathlib import Path
 
 import anyio
 import mcp.types as types
-from _util import (
+
+from bench._util import (
     MachineWatch,
     cpu_seconds,
     data_dir,
@@ -41,13 +42,10 @@ from _util import (
     verdict,
     write_project,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import serve_stdio  # noqa: E402
-
-from kbkit.config import load_settings  # noqa: E402
-from kbkit.kb.base import KnowledgeBase  # noqa: E402
-from kbkit.kb.uris import doc_uri  # noqa: E402
+from kbkit.config import load_settings
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.uris import doc_uri
+from tests.helpers.serve import serve_stdio
 
 KB_FOLDER = "cpp-docs"
 P50_TARGET = 1.0

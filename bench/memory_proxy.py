@@ -14,7 +14,7 @@ The added median is median(proxied) - median(direct). For reference, a kb tool c
 kbkit itself on the same stdio session (get_document of a small file) shows what the stdio hop
 alone costs.
 
-    .venv/bin/python bench/memory_proxy.py [--calls 300] [--memories 50] [--mode auto|legacy]
+    .venv/bin/python -m bench.memory_proxy [--calls 300] [--memories 50] [--mode auto|legacy]
 """
 
 from __future__ import annotations
@@ -29,12 +29,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
-from _util import MachineWatch, ms, percentile, print_table, verdict
 from mcp.types import CallToolResult
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import http_client, make_project, serve_stdio  # noqa: E402
-from test_memory import KEY, MemoryUpstream  # noqa: E402
+from bench._util import MachineWatch, ms, percentile, print_table, verdict
+from tests.helpers.http import http_client
+from tests.helpers.memory import KEY, MemoryUpstream
+from tests.helpers.project import make_project
+from tests.helpers.serve import serve_stdio
 
 ADDED_TARGET = 0.005
 TOPICS = ["WAL", "index", "deploy", "release", "guard", "token", "sync", "search", "cache", "schema"]

@@ -23,7 +23,7 @@ columns appear when the `semantic` extra is installed: "kbkit hybrid" is what
 search with its fusion step swapped), and prints each one's figures on every set beside the
 lexical ones: the fusion shipped must not lose to BM25 alone on any of them.
 
-    .venv/bin/python bench/search_quality.py [--data DIR] [--only tldr|httpx|scifact] [--no-hybrid]
+    .venv/bin/python -m bench.search_quality [--data DIR] [--only tldr|httpx|scifact] [--no-hybrid]
         [--sweep] [--workdir DIR]
 """
 
@@ -43,9 +43,8 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
-from _peers import Peer, available_peers
-from _util import MachineWatch, data_dir, ms, percentile, print_table, unpack, verdict
-
+from bench._peers import Peer, available_peers
+from bench._util import MachineWatch, data_dir, ms, percentile, print_table, unpack, verdict
 from kbkit.config import load_settings
 from kbkit.kb import search as kb_search
 from kbkit.kb.base import KnowledgeBase

@@ -14,7 +14,7 @@ warm-up run of each:
 
 For reference, `kbkit index` builds the same index in the foreground once.
 
-    .venv/bin/python bench/startup.py [--runs 5] [--data DIR] [--kbkit PATH]
+    .venv/bin/python -m bench.startup [--runs 5] [--data DIR] [--kbkit PATH]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _util import MachineWatch, cpu_seconds, data_dir, ms, print_table, unpack, verdict, write_project
+from bench._util import MachineWatch, cpu_seconds, data_dir, ms, print_table, unpack, verdict, write_project
 
 RATIO_TARGET = 1.5
 PROTOCOL = "2025-11-25"

@@ -6,7 +6,7 @@ Each run is `.venv/bin/python -m pytest -q -p no:cacheprovider [-m fast]` in thi
 by wall clock and by the CPU its process tree used (children's rusage). A failed run is reported,
 not hidden. Run it on an otherwise idle machine: the "quiet" rows are only quiet then.
 
-    .venv/bin/python bench/suite_tiers.py [--runs 1]
+    .venv/bin/python -m bench.suite_tiers [--runs 1]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from _util import PROJECT_ROOT, MachineWatch, print_table
+from bench._util import PROJECT_ROOT, MachineWatch, print_table
 
 TIERS = {"fast": ["-m", "fast"], "full": []}
 TARGET_SHARE = 0.5

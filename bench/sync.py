@@ -4,7 +4,7 @@ own files, with rulesync and ruler doing the same job side by side.
 Each run gets a fresh temporary git repository: kbkit.toml with `[sync] clients` = every client
 kbkit knows, a docs folder, a user `.gitignore`, `.env.local` with secrets (so the secret scan
 has work to do), and the agents' own config files already present with other servers, settings
-and comments (the kinds tests/test_sync.py merges into: Claude Code's `.mcp.json`, VS Code's
+and comments (the kinds tests/sync/test_sync.py merges into: Claude Code's `.mcp.json`, VS Code's
 `.vscode/mcp.json` with inputs, Zed's commented JSONC settings, Codex's TOML with profiles, plus
 Cursor, Gemini CLI, opencode, Crush and Kilo Code files in the same spirit). Timed, median of
 `--runs` (5):
@@ -30,7 +30,7 @@ on CPU time and the load average is printed with the figures. kbkit's modules ar
 first, as pip does when it installs the wheel: run from a checkout with PYTHONDONTWRITEBYTECODE=1
 each run would otherwise compile them from source again.
 
-    .venv/bin/python bench/sync.py [--runs 5] [--no-peers]
+    .venv/bin/python -m bench.sync [--runs 5] [--no-peers]
 """
 
 from __future__ import annotations
@@ -51,16 +51,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from _util import MachineWatch, ms, print_table, verdict
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from conftest import kbkit_command, make_project  # noqa: E402
-from test_sync import CODEX_TOML, MCP_JSON, VSCODE_JSON, ZED_SETTINGS  # noqa: E402
-
-from kbkit.catalog.clients import CLIENTS  # noqa: E402
-from kbkit.config import load_settings  # noqa: E402
-from kbkit.sync import jsonc  # noqa: E402
-from kbkit.sync.planner import sync  # noqa: E402
+from bench._util import MachineWatch, ms, print_table, verdict
+from kbkit.catalog.clients import CLIENTS
+from kbkit.config import load_settings
+from kbkit.sync import jsonc
+from kbkit.sync.planner import sync
+from tests.helpers.project import make_project
+from tests.helpers.serve import kbkit_command
+from tests.helpers.sync import CODEX_TOML, MCP_JSON, VSCODE_JSON, ZED_SETTINGS
 
 PROJECT = Path(__file__).resolve().parents[1]
 FIRST_TARGET = 0.300

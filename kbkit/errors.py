@@ -30,7 +30,7 @@ from typing import ClassVar
 
 
 class ExitCode(IntEnum):
-    """What `kbkit`'s exit status means, for every command (README's table is written from this)."""
+    """What `kbkit`'s exit status means, for every command (docs/commands.md's table is written from this)."""
 
     OK = 0, "success; for `doctor`, `sync --check` and `skills check`: nothing to fix"
     CHECK_FAILED = (

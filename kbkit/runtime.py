@@ -31,7 +31,7 @@ REQUIRED = (
     "sse_starlette",
     "jwt",
 )
-"""Every third-party module kbkit imports (tests/test_packaging.py keeps this list complete)."""
+"""Every third-party module kbkit imports (tests/e2e/test_packaging.py keeps this list complete)."""
 
 OPTIONAL = ("pypdf", "docx", "pptx", "openpyxl", "lxml")
 """Imported only by a parser that reports itself missing (`kbkit doctor`, `index --skipped`)."""

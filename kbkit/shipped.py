@@ -3,7 +3,7 @@ this project ships, and the `kbkit doctor --json` schema.
 
 The repository keeps them at its top level (`templates/`, `skill-sources/`, `docs/doctor.schema.json`);
 a built wheel carries them inside the package, under `kbkit/_data/` (pyproject.toml's
-force-include, checked by tests/test_packaging.py). An installed kbkit reads the packaged copy; run
+force-include, checked by tests/e2e/test_packaging.py). An installed kbkit reads the packaged copy; run
 from a checkout (an editable install imports the checkout's kbkit/, which has no `_data/`), it reads
 the repository's.
 """

@@ -1,6 +1,6 @@
 """What the agents' own CLIs reject or ignore in what a project gives them: one place for these
 rules, beside the client table, learnt by running each CLI on what `kbkit sync` writes
-(tests/test_agents.py; docs/clients.md, "Verified with the agents' own CLIs").
+(tests/e2e/test_agents.py; docs/clients.md, "Verified with the agents' own CLIs").
 
 `kbkit doctor` checks every client's `kb` entry, and the project's files, against them: a file
 that parses and a server that answers are not enough when the agent skips the entry.

@@ -2,7 +2,7 @@
 
 Adding a client is one row here and, when its entry has a new shape, one template in
 templates/. Everything else (rendering, merging, pre-approval, ownership, gitignore, doctor,
-README's client table) reads this table. Each row's facts and their sources: docs/clients.md.
+docs/sync.md's client table) reads this table. Each row's facts and their sources: docs/clients.md.
 """
 
 from __future__ import annotations
@@ -572,7 +572,7 @@ DEFAULT_CLIENTS = ["claude-code", "cursor", "vscode", "zed", "codex", "gemini"]
 
 
 def clients_table() -> str:
-    """README's client table, written from CLIENTS (a test keeps README equal to it)."""
+    """docs/sync.md's client table, written from CLIENTS (a test keeps the page equal to it)."""
     rows = [
         "| client | `[sync] clients` name | file kbkit writes | step in the agent | source |",
         "| --- | --- | --- | --- | --- |",

@@ -1,7 +1,7 @@
 """The `kbkit` command. Thin: parse, call the library, print; one module per command.
 
 Errors are not handled here or in any command: `boundary.KbkitGroup` turns every failure into
-one line and the exit code README's table gives (kbkit.errors.ExitCode).
+one line and the exit code docs/commands.md's table gives (kbkit.errors.ExitCode).
 """
 
 from __future__ import annotations

@@ -63,7 +63,7 @@ class KbkitGroup(TyperGroup):
 
 
 def exit_code_table() -> str:
-    """README's table of exit codes, written from kbkit.errors.ExitCode (a test keeps them equal)."""
+    """docs/commands.md's exit-code table, written from kbkit.errors.ExitCode (a test keeps them equal)."""
     rows = ["| code | meaning |", "| --- | --- |"]
     rows += [f"| {code.value} | {code.meaning} |" for code in ExitCode]
     return "\n".join(rows) + "\n"

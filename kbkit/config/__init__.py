@@ -1,7 +1,7 @@
 """Settings: `kbkit.toml` (tracked), `kbkit.local.toml` (personal overlay), `.env.local` (secrets).
 
 `model.py` says which keys exist, their types, defaults and meaning; `load.py` reads the files
-into a `Settings`; `docs.py` writes README's key table and `kbkit init`'s kbkit.toml from the
+into a `Settings`; `docs.py` writes docs/configuration.md's key table and `kbkit init`'s kbkit.toml from the
 model. Everything else reads a `Settings`; nothing else parses these files.
 """
 

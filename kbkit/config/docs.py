@@ -1,4 +1,4 @@
-"""The configuration as people read it, written from the model: README's key table and the
+"""The configuration as people read it, written from the model: docs/configuration.md's key table and the
 commented kbkit.toml `kbkit init` writes. Neither is written by hand, so neither can drift.
 
 In the starter file a line `# key = value` (or a block starting `# [section]`) is an example:
@@ -33,7 +33,7 @@ def toml_value(value: Any) -> str:
 
 
 def key_table() -> str:
-    """README's table of every key (between TABLE_START and TABLE_END)."""
+    """docs/configuration.md's table of every key (between TABLE_START and TABLE_END)."""
     rows = ["| key | default | meaning |", "| --- | --- | --- |"]
     for doc in key_docs():
         default = f"`{toml_value(doc.default)}`" if doc.default not in ("", (), {}) else "none"

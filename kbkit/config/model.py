@@ -1,7 +1,7 @@
 """Every key kbkit.toml may hold, once: a typed pydantic model with each key's default and meaning.
 
 This model is the whole contract of the configuration files. Validation (types, ranges, known
-names), README's key table and the commented kbkit.toml that `kbkit init` writes are all read
+names), docs/configuration.md's key table and the commented kbkit.toml that `kbkit init` writes are all read
 from it. Adding a key is one line in its section, e.g.
 
     remote_transport: Literal["relay", "http"] = key("relay", "how agents reach remote_url")
@@ -57,7 +57,7 @@ def nearest(word: str, options: Iterable[str]) -> str:
 
 
 def key(default: Any, doc: str, *, example: Any = None) -> Any:
-    """One key: its default, what it means (README and kbkit init say this), an optional example."""
+    """One key: its default, its meaning (docs/configuration.md and kbkit init say it), an example."""
     return Field(default=default, description=doc, examples=None if example is None else [example])
 
 

@@ -1,6 +1,6 @@
 """What kbkit says about itself: the boot lines `kbkit serve` prints at every start (`boot`), and
 `kbkit doctor`'s checks, a module per family, run in order by `runner` (whose list also writes
-README's troubleshooting table). Never a secret's value: only variable names.
+docs/troubleshooting.md's table). Never a secret's value: only variable names.
 """
 
 from kbkit.diagnostics.base import Check, Context, Finding

@@ -1,4 +1,4 @@
-"""What every check is made of: the finding it reports, what it looks at, and how README lists it."""
+"""What every check is made of: the finding, what it looks at, how docs/troubleshooting.md lists it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The check list: `kbkit doctor` runs it, `kbkit serve` runs its boot checks, and README's
-troubleshooting table is written from it."""
+"""The check list: `kbkit doctor` runs it, `kbkit serve` runs its boot checks, and the table in
+docs/troubleshooting.md is written from it."""
 
 from __future__ import annotations
 
@@ -170,7 +170,7 @@ def doctor_report(findings: list[Finding]) -> dict[str, object]:
 
 
 def troubleshooting_table() -> str:
-    """README's troubleshooting table, written from CHECKS (a test keeps README equal to it)."""
+    """docs/troubleshooting.md's table, written from CHECKS (a test keeps the page equal to it)."""
     rows = ["| symptom | cause | fix | check |", "| --- | --- | --- | --- |"]
     rows += [f"| {c.symptom} | {c.cause} | {c.fix} | `{c.name}` |" for c in CHECKS]
     return "\n".join(rows) + "\n"

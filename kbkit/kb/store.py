@@ -5,7 +5,7 @@ a time (the indexer) changes it. A missing, corrupt or older-schema file is rebu
 and the store says so, so the boot line can.
 
 This is the index's boundary: nothing outside kbkit/kb/ imports sqlite3 or holds SQL (checked by
-tests/test_layering.py), and SQLite's errors become kbkit's here, once (`index_error`).
+tests/project/test_layering.py), and SQLite's errors become kbkit's here, once (`index_error`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ tertiary level. kbkit always uses that order, whatever the machine's locale (doc
 
 Known differences from ICU 78 (Node 24): Han ideographs outside the original Unified block
 (U+4E00-U+9FA5) sort by code point, where ICU sorts all Han by radical and stroke; characters
-assigned after Unicode 10 sort after every other character. tests/test_skills_collation.py checks
+assigned after Unicode 10 sort after every other character. tests/skills/test_collation.py checks
 the order against the real `localeCompare` on a generated table.
 """
 

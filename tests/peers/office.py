@@ -1,6 +1,6 @@
 """Office files built on demand (never checked in) by the libraries that write them: python-docx,
 python-pptx, openpyxl and odfpy; and hostile ones made from them with the zipfile module. For
-tests/test_formats_office.py and bench/formats_office.py."""
+tests/kb/formats/test_office.py and bench/formats_office.py."""
 
 from __future__ import annotations
 

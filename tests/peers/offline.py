@@ -1,5 +1,5 @@
 """Run a command in a private network namespace that has only loopback, optionally beside a
-`kbkit serve --http` started in the same namespace (the agents tier, tests/test_agents.py).
+`kbkit serve --http` started in the same namespace (the agents tier, tests/e2e/test_agents.py).
 
     unshare -n -- python -I offline.py [--serve ROOT PORT] -- ARGV...
 

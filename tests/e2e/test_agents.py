@@ -1,0 +1,266 @@
+"""The agents' own CLIs read what `kbkit sync` wrote, and connect to `kb`.
+
+Each CLI (tests/peers/agents, pinned) runs offline against one synced project per mode: local
+(`kbkit serve`), relay (`kbkit connect` to a `kbkit serve --http` in the same network namespace)
+and direct HTTP (`remote_transport = "http"`, MCP_TOKEN exported in the agent's environment). A
+user's approvals are given the offline way each agent documents (folder trust, server approval;
+docs/clients.md), and the assertions are what the agent itself reports: the entry read without
+a warning, and connected where the CLI checks health (Codex and Copilot CLI only list it).
+Crush is not here: its npm package downloads its binary at install time (docs/clients.md).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from kbkit.catalog.clients import CLIENTS
+from tests.helpers.http import TEST_TOKEN
+from tests.helpers.project import make_project
+from tests.helpers.serve import kbkit_command
+from tests.helpers.tiers import kind
+from tests.peers import agents
+
+PORT = 18080
+"""The shared server's port inside each run's own network namespace, where nothing else binds."""
+MODES = ("local", "relay", "http")
+
+
+@dataclass(frozen=True)
+class Agent:
+    client: str
+    """Its `[sync] clients` name."""
+    cli: str
+    check: tuple[str, ...]
+    """The CLI's own offline report on the `kb` entry."""
+    approve: Callable[[Path, Path], dict[str, str]]
+    """Gives the user's approvals under a fake HOME for a project; extra environment to run with."""
+    connected: str
+    """What the report says when the entry was read and (where it checks) connected."""
+    step: str = ""
+    """What the step `kbkit sync` prints for this agent must say (the approval given here)."""
+    after: tuple[str, ...] = ()
+    """A command the user runs once, before the check (Qwen Code's approval)."""
+    alone: bool = False
+    """Run after the others, not beside them: its check gives the server a few seconds only."""
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _claude(home: Path, root: Path) -> dict[str, str]:
+    _write(home / ".claude" / "settings.json", json.dumps({"enableAllProjectMcpServers": True}))
+    return {}
+
+
+def _gemini(home: Path, root: Path) -> dict[str, str]:
+    return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+
+def _codex(home: Path, root: Path) -> dict[str, str]:
+    _write(home / ".codex" / "config.toml", f'[projects.{json.dumps(str(root))}]\ntrust_level = "trusted"\n')
+    return {}
+
+
+def _copilot(home: Path, root: Path) -> dict[str, str]:
+    _write(home / ".copilot" / "config.json", json.dumps({"trustedFolders": [str(root)]}))
+    return {}
+
+
+def _nothing(home: Path, root: Path) -> dict[str, str]:
+    return {}
+
+
+AGENTS = {
+    agent.client: agent
+    for agent in (
+        Agent("claude-code", "claude", ("mcp", "get", "kb"), _claude, "Status: ✔ Connected", "approve"),
+        Agent("gemini", "gemini", ("mcp", "list"), _gemini, "- Connected", "trust", alone=True),
+        Agent("codex", "codex", ("mcp", "get", "kb"), _codex, "enabled: true", "trust"),
+        Agent("opencode", "opencode", ("mcp", "list"), _nothing, "connected"),
+        Agent(
+            "qwen",
+            "qwen",
+            ("mcp", "list"),
+            _nothing,
+            "- Connected",
+            "`qwen mcp approve kb`",
+            ("mcp", "approve", "kb"),
+        ),
+        Agent("copilot-cli", "copilot", ("mcp", "get", "kb"), _copilot, "Status: Enabled", "trust"),
+    )
+}
+WARNINGS = ("warning", "skipped", "invalid", "error", "disabled", "pending", "not found")
+NOTICES = (
+    "could not create PATH aliases",  # Codex, about a HOME under /tmp
+    "tools.allowed in settings.json are deprecated",  # Gemini CLI 0.61: yet the only project-level
+    # pre-approval it honours (workspace policy files are ignored); docs/clients.md
+)
+"""Warnings the CLIs print that are not about the kb entry."""
+CONCURRENT = 3
+"""CLIs run at once; Gemini CLI runs after them, alone: its `mcp list` gives a server 5 s."""
+UNANSWERED = ("Disconnected", "Failed to connect", "timed out")
+"""A CLI's health check that ran out of time (its own few seconds, on a loaded machine): asked again."""
+DEADLINE = 300.0
+"""A bound on asking again, so a server that never answers fails instead of stalling."""
+
+
+@dataclass(frozen=True)
+class Report:
+    code: int
+    text: str
+
+
+def synced(root: Path, mode: str) -> Path:
+    clients = ", ".join(f'"{name}"' for name in AGENTS)
+    remote = {
+        "local": "",
+        "relay": f'remote_url = "http://127.0.0.1:{PORT}/mcp"\n',
+        "http": f'remote_url = "http://127.0.0.1:{PORT}/mcp"\nremote_transport = "http"\n',
+    }[mode]
+    make_project(root, config=f'[kb]\npath = "docs"\n[sync]\nclients = [{clients}]\n{remote}')
+    (root / ".env.local").write_text(f"MCP_TOKEN={TEST_TOKEN}\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for command in ("index", "sync"):  # indexed first, so every server starts warm
+        done = subprocess.run(
+            [*kbkit_command(), command, "--root", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    return root
+
+
+def report(agent: Agent, root: Path, home: Path, mode: str) -> Report:
+    """One agent's own report on the `kb` entry, after the approvals a user gives."""
+    home.mkdir(parents=True)
+    env = agents.agent_env(home, **agent.approve(home, root))
+    if mode == "http":
+        env["MCP_TOKEN"] = TEST_TOKEN  # the step sync prints for direct HTTP entries
+    cli = str(agents.executable(agent.cli))
+    serve = None if mode == "local" else (kbkit_command()[0], root, PORT)
+    if agent.after:
+        code, text = agents.run([cli, *agent.after], cwd=root, env=env)
+        assert code == 0, text
+    return ask([cli, *agent.check], root, env, serve)
+
+
+def ask(
+    argv: list[str], root: Path, env: dict[str, str], serve: tuple[str, Path, int] | None = None
+) -> Report:
+    """A CLI's report, asked again while its health check ran out of time (within DEADLINE)."""
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        found = Report(*agents.run(argv, cwd=root, env=env, serve=serve))
+        if not any(word in found.text for word in UNANSWERED) or time.monotonic() > deadline:
+            return found
+
+
+def reports(mode: str, base: Path) -> dict[str, Report]:
+    """Every agent's report on one mode's synced project (the CLIs run concurrently, Gemini CLI after)."""
+    root = synced(base / "project", mode)
+    for agent in AGENTS.values():  # skips (or fails under CI) before any CLI runs when one is missing
+        agents.executable(agent.cli)
+    agents.isolated()
+    together = {name: agent for name, agent in AGENTS.items() if not agent.alone}
+    with ThreadPoolExecutor(CONCURRENT) as pool:
+        futures = {
+            name: pool.submit(report, a, root, base / f"home-{name}", mode) for name, a in together.items()
+        }
+        found = {name: future.result() for name, future in futures.items()}
+    for name, agent in AGENTS.items():
+        if agent.alone:
+            found[name] = report(agent, root, base / f"home-{name}", mode)
+    return found
+
+
+def problems(client: str, found: Report) -> list[str]:
+    """What is wrong in one agent's report: not read, not connected, a warning about the entry."""
+    wrong = [] if found.code == 0 else [f"exit code {found.code}"]
+    if AGENTS[client].connected not in found.text:
+        wrong.append(f"no {AGENTS[client].connected!r}")
+    wrong += [
+        line.strip()
+        for line in found.text.splitlines()
+        if any(word in line.lower() for word in WARNINGS) and not any(notice in line for notice in NOTICES)
+    ]
+    return wrong
+
+
+@pytest.mark.agents
+@pytest.mark.timeout(900)  # six CLIs and their servers, asked again while a machine is loaded
+@pytest.mark.parametrize("mode", MODES)
+def test_every_agent_reads_the_kb_entry_without_a_warning_and_connects(mode: str, tmp_path: Path) -> None:
+    found = reports(mode, tmp_path)
+    print("\n".join(f"{name:<12} {r.text.strip()}" for name, r in found.items()))  # noqa: T201 - with -s
+    failed = {name: problems(name, r) for name, r in found.items() if problems(name, r)}
+    assert not failed, "\n".join(
+        f"{name}: {'; '.join(wrong)}\n{found[name].text}" for name, wrong in failed.items()
+    )
+    assert "Tools: * (all)" in found["copilot-cli"].text  # Copilot CLI offers every tool with no `tools` key
+
+
+@pytest.mark.agents
+def test_claude_code_shows_the_relay_s_error_whole(tmp_path: Path) -> None:
+    """Claude Code replaces any text equal to one of the server's arguments (`connect`, the URL,
+    the root) with `[redacted]` in what it shows: the relay's own words must not be one of them."""
+    root = synced(tmp_path / "project", "relay")
+    agent = AGENTS["claude-code"]
+    code, text = agents.run(
+        [str(agents.executable(agent.cli)), *agent.check],
+        cwd=root,
+        env=agents.agent_env(tmp_path / "home", **agent.approve(tmp_path / "home", root)),
+    )
+    issue = next(line for line in text.splitlines() if "Issue:" in line)
+    assert "kbkit relay error: cannot reach [redacted]" in issue, text
+
+
+@pytest.mark.agents
+@pytest.mark.timeout(600)
+def test_qwen_code_asks_again_once_sync_changed_the_entry(tmp_path: Path) -> None:
+    """Why Qwen Code's step says "again after kbkit sync changes the entry"."""
+    root = synced(tmp_path / "project", "local")
+    qwen = str(agents.executable("qwen"))
+    env = agents.agent_env(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    assert agents.run([qwen, "mcp", "approve", "kb"], cwd=root, env=env)[0] == 0
+    assert "- Connected" in ask([qwen, "mcp", "list"], root, env).text
+    (root / "kbkit.toml").write_text(
+        (root / "kbkit.toml").read_text() + f'remote_url = "http://127.0.0.1:{PORT}/mcp"\n', encoding="utf-8"
+    )
+    done = subprocess.run(
+        [*kbkit_command(), "sync", "--root", str(root)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0 and "qwen mcp approve kb" in done.stdout + done.stderr, done.stderr
+    assert "Pending approval" in agents.run([qwen, "mcp", "list"], cwd=root, env=env)[1]
+
+
+def test_an_agent_s_cli_is_in_the_agents_tier() -> None:
+    argv = ["unshare", "-n", "--", "python", "offline.py", "--", str(agents.BIN / "claude"), "mcp", "list"]
+    assert kind(argv) == "agents"
+
+
+def test_every_agent_here_is_a_row_of_the_client_table() -> None:
+    assert set(AGENTS) <= set(CLIENTS)
+
+
+@pytest.mark.parametrize("client", list(AGENTS))
+def test_the_step_sync_prints_is_the_approval_the_agent_needs(client: str) -> None:
+    """Without the approvals given above each agent leaves `kb` off (Disabled, Pending approval,
+    not configured): the step sync prints for it must say so, and none where none is needed."""
+    step = CLIENTS[client].step("kb")
+    if AGENTS[client].step:
+        assert step is not None and AGENTS[client].step in step, step
+    else:
+        assert step is None

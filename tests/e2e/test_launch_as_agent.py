@@ -1,0 +1,405 @@
+"""Every entry `kbkit sync` writes, started the way its agent starts it.
+
+For each row of the client table: parse the file sync wrote with that format's parser, read the
+entry as the agent reads it (its shape, its env-reference dialect), and launch it with what the
+agent would give it: only the entry's own `env` (references expanded from an agent environment
+that lacks the test's variables), a PATH without our virtualenv, and the agent's working folder
+(the project, or `/` for the user-level snippets). Each must answer initialize and a search.
+A new row is covered by the loops; a new entry shape or dialect fails here until it is taught.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from kbkit.catalog.clients import CLIENTS
+from kbkit.catalog.clients import Client as ClientRow
+from kbkit.diagnostics import Finding, run_checks
+from kbkit.sync import jsonc
+from kbkit.sync.render import token_reference
+from tests.helpers.http import INITIALIZE, TEST_TOKEN, HttpServer
+from tests.helpers.launch import initialize_and_search
+from tests.helpers.project import make_project
+from tests.helpers.serve import kbkit_command
+
+AGENT_PATH = "/usr/bin:/bin"
+"""An agent's PATH: the system's, without the virtualenv kbkit was installed in."""
+LAUNCH_DEADLINE = 120.0
+"""A bound on one launch (initialize + search) so a hang fails instead of stalling; not a target."""
+CONCURRENT_LAUNCHES = 6
+
+# the synced projects and the shared server are built once, by one worker:
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("launch-as-agent")]
+
+
+# -- how each agent reads its file -------------------------------------------------------------
+
+PARSERS: dict[str, Callable[[str], Any]] = {"json": json.loads, "jsonc": jsonc.loads, "toml": tomllib.loads}
+
+_NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
+DIALECTS: dict[str | None, re.Pattern[str] | None] = {
+    "${{{var}}}": re.compile(r"\$\{" + _NAME + r"(?::-([^}]*))?\}"),  # Claude Code, Gemini, Kiro
+    "${{env:{var}}}": re.compile(r"\$\{env:" + _NAME + r"\}"),  # Cursor, VS Code, Windsurf
+    "{{env:{var}}}": re.compile(r"\{env:" + _NAME + r"\}"),  # opencode
+    "names": None,  # Codex: variables are named in their own keys (env_vars, bearer_token_env_var)
+    None: None,  # no way to refer to a variable: every string is literal
+}
+"""The client table's dialect column -> what the agent substitutes. An unset variable stays as
+written (a default, `${VAR:-x}`, is used where the dialect has one), as agents leave it."""
+
+
+def expand(value: Any, dialect: str | None, agent_env: Mapping[str, str]) -> Any:
+    """Every string of an entry, with the dialect's references replaced from the agent's environment."""
+    pattern = DIALECTS[dialect]
+    if isinstance(value, dict):
+        return {key: expand(item, dialect, agent_env) for key, item in value.items()}
+    if isinstance(value, list):
+        return [expand(item, dialect, agent_env) for item in value]
+    if isinstance(value, str) and pattern is not None:
+
+        def substitute(match: re.Match[str]) -> str:
+            default = match.group(2) if match.lastindex and match.lastindex >= 2 else None
+            return agent_env.get(match.group(1), default if default is not None else match.group(0))
+
+        return pattern.sub(substitute, value)
+    return value
+
+
+@dataclass
+class Launch:
+    """What the agent starts: a process (command, args, env, cwd) or an HTTP connection."""
+
+    command: str | None = None
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _stdio_or_http(entry: dict[str, Any], url_key: str) -> Launch:
+    if url_key in entry:
+        return Launch(url=entry[url_key], headers=dict(entry.get("headers", {})))
+    return Launch(entry["command"], list(entry.get("args", [])), dict(entry.get("env", {})), entry.get("cwd"))
+
+
+def _opencode(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
+    if entry["type"] == "remote":
+        return Launch(url=entry["url"], headers=dict(entry.get("headers", {})))
+    command, *args = entry["command"]
+    return Launch(command, args, dict(entry.get("environment", {})))
+
+
+def _codex(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
+    if "url" in entry:
+        headers = dict(entry.get("http_headers", {}))
+        headers |= {h: agent_env.get(var, "") for h, var in entry.get("env_http_headers", {}).items()}
+        if "bearer_token_env_var" in entry:
+            headers["Authorization"] = f"Bearer {agent_env.get(entry['bearer_token_env_var'], '')}"
+        return Launch(url=entry["url"], headers=headers)
+    env = dict(entry.get("env", {}))
+    env |= {name: agent_env[name] for name in entry.get("env_vars", []) if name in agent_env}
+    return Launch(entry["command"], list(entry.get("args", [])), env, entry.get("cwd"))
+
+
+READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
+    "typed": lambda entry, _: _stdio_or_http(entry, "url"),  # Claude Code, VS Code (a "type" key)
+    "plain": lambda entry, _: _stdio_or_http(entry, "url"),
+    "server-url": lambda entry, _: _stdio_or_http(entry, "serverUrl"),  # Devin, Windsurf
+    "roo": lambda entry, _: _stdio_or_http(entry, "url"),  # Roo Code (`type: streamable-http`)
+    "gemini": lambda entry, _: _stdio_or_http(entry, "httpUrl"),  # Gemini CLI, Qwen Code
+    "opencode": _opencode,
+    "codex": _codex,
+}
+"""The client table's template column (the entry's shape) -> how its agent reads an entry."""
+
+
+def read_entry(root: Path, client: ClientRow, server_name: str = "kb") -> dict[str, Any]:
+    data = PARSERS[client.format]((root / client.path).read_text(encoding="utf-8"))
+    for key in (*client.root_key, server_name):
+        data = data[key]
+    return data
+
+
+def launch_of(root: Path, client: ClientRow, agent_env: Mapping[str, str]) -> Launch:
+    entry = expand(read_entry(root, client), client.env_reference, agent_env)
+    return READERS[client.template](entry, agent_env)
+
+
+def agent_folder(root: Path, client: ClientRow) -> str:
+    """Where the agent starts its servers: the project, or anywhere (`/`) for a user-level config."""
+    return "/" if client.user_level else str(root)
+
+
+# -- launching ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    ok: bool
+    detail: str
+    seconds: float
+    transport: str
+
+
+async def run_launch(launch: Launch, cwd: str, agent_env: Mapping[str, str], log: Path) -> Result:
+    started = time.monotonic()
+    try:
+        with anyio.fail_after(LAUNCH_DEADLINE):
+            if launch.url is not None:
+                async with (
+                    httpx2.AsyncClient(headers=launch.headers, timeout=30) as http,
+                    Client(
+                        streamable_http_client(launch.url, http_client=http), mode="legacy", cache=None
+                    ) as c,
+                ):
+                    detail = await initialize_and_search(c)
+                return Result(True, detail, time.monotonic() - started, "http")
+            params = StdioServerParameters(
+                command=launch.command or "",
+                args=launch.args,
+                # What reaches the process: the SDK's short safe list (HOME, USER, ...), the agent's
+                # PATH and HOME, and the entry's own env. Never the test's MCP_TOKEN or VIRTUAL_ENV.
+                env={"PATH": agent_env["PATH"], "HOME": agent_env["HOME"], **launch.env},
+                cwd=launch.cwd or cwd,
+            )
+            with open(log, "w", encoding="utf-8") as errlog:
+                async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as c:
+                    detail = await initialize_and_search(c)
+            if "Traceback" in log.read_text(encoding="utf-8"):
+                return Result(
+                    False, f"a traceback on stderr: {log.read_text()}", time.monotonic() - started, "stdio"
+                )
+            return Result(True, detail, time.monotonic() - started, "stdio")
+    except Exception as exc:  # a launch that fails is a finding for that client, reported with the rest
+        stderr = log.read_text(encoding="utf-8") if log.exists() else ""
+        detail = f"{type(exc).__name__}: {exc}; stderr: {stderr[-600:]}"
+        return Result(False, detail, time.monotonic() - started, "http" if launch.url else "stdio")
+
+
+async def launch_every_client(
+    root: Path, agent_env: Mapping[str, str], logs: Path, only: list[str] | None = None
+) -> dict[str, Result]:
+    """Start every client's entry (or `only` these) concurrently, as its agent would; one result each.
+
+    Clients whose entries come to the very same launch (command, arguments, environment, folder;
+    or URL and headers) share one start: a second identical process would test nothing new."""
+    logs.mkdir(parents=True, exist_ok=True)
+    launches: dict[str, tuple[Launch, str]] = {}
+    for name in only or CLIENTS:
+        client = CLIENTS[name]
+        launch = launch_of(root, client, agent_env)
+        launches[name] = launch, launch.cwd or agent_folder(root, client)
+    first_of: dict[str, str] = {}
+    for name, (launch, cwd) in launches.items():
+        first_of.setdefault(json.dumps([launch.__dict__, cwd], sort_keys=True), name)
+    started: dict[str, Result] = {}
+    limiter = anyio.CapacityLimiter(CONCURRENT_LAUNCHES)
+
+    async def start(name: str) -> None:
+        launch, cwd = launches[name]
+        async with limiter:
+            started[name] = await run_launch(launch, cwd, agent_env, logs / f"{name}.log")
+
+    async with anyio.create_task_group() as group:
+        for name in set(first_of.values()):
+            group.start_soon(start, name)
+    results = {}
+    for name, (launch, cwd) in launches.items():
+        first = first_of[json.dumps([launch.__dict__, cwd], sort_keys=True)]
+        shared = started[first]
+        note = "" if first == name else f" (the same launch as {first})"
+        results[name] = Result(shared.ok, shared.detail + note, shared.seconds, shared.transport)
+    return results
+
+
+def table(results: Mapping[str, Result]) -> str:
+    return "\n".join(
+        f"{name:<15} {r.transport:<5} {'ok  ' if r.ok else 'FAIL'} {r.seconds:5.2f} s  {r.detail}"
+        for name, r in results.items()
+    )
+
+
+def assert_all_answered(results: Mapping[str, Result], expected: list[str] | None = None) -> None:
+    print("\n" + table(results))  # noqa: T201 - the per-client table, shown with -s or -rA
+    assert set(results) == set(expected or CLIENTS)
+    failed = {name: r for name, r in results.items() if not r.ok}
+    assert not failed, "entries that did not answer as their agent launched them:\n" + table(failed)
+
+
+def sync_project(root: Path, *, index: bool = False) -> subprocess.CompletedProcess[str]:
+    """`git init`, then `kbkit sync` (after `kbkit index`, so servers launched together start warm)."""
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for command in (["index"], ["sync"]) if index else (["sync"],):
+        done = subprocess.run(
+            [*kbkit_command(), *command, "--root", str(root)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def every_client(extra: str = "") -> str:
+    listed = ", ".join(f'"{name}"' for name in CLIENTS)
+    return f'[kb]\npath = "docs"\n[sync]\nclients = [{listed}]\n{extra}'
+
+
+@pytest.fixture(scope="module")
+def agent_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("agent-home")
+
+
+def agent_environment(home: Path, **variables: str) -> dict[str, str]:
+    """The environment an agent runs in: it never read .env.local, and our variables are not in it."""
+    return {"PATH": AGENT_PATH, "HOME": str(home), **variables}
+
+
+def test_every_dialect_and_entry_shape_in_the_client_table_is_known_here() -> None:
+    for client in CLIENTS.values():
+        assert client.env_reference in DIALECTS, f"teach DIALECTS the {client.name} dialect"
+        assert client.template in READERS, f"teach READERS how {client.title} reads a {client.template} entry"
+        assert client.format in PARSERS, f"teach PARSERS the {client.format} format"
+
+
+def test_the_dialect_expanders_substitute_only_their_own_syntax() -> None:
+    env = {"MCP_TOKEN": "t0k"}
+    assert expand("Bearer ${MCP_TOKEN}", "${{{var}}}", env) == "Bearer t0k"
+    assert expand("${UNSET:-fallback}", "${{{var}}}", env) == "fallback"
+    assert expand("Bearer ${env:MCP_TOKEN}", "${{{var}}}", env) == "Bearer ${env:MCP_TOKEN}"
+    assert expand("Bearer ${env:MCP_TOKEN}", "${{env:{var}}}", env) == "Bearer t0k"
+    assert expand("Bearer {env:MCP_TOKEN}", "{{env:{var}}}", env) == "Bearer t0k"
+    assert expand("Bearer ${MCP_TOKEN}", None, env) == "Bearer ${MCP_TOKEN}"
+    assert expand("Bearer ${UNSET}", "${{{var}}}", env) == "Bearer ${UNSET}"
+
+
+# -- local mode: every entry runs `kbkit serve` -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = make_project(tmp_path_factory.mktemp("local") / "project", config=every_client())
+    sync_project(root, index=True)
+    return root
+
+
+@pytest.mark.processes
+async def test_every_entry_answers_when_launched_as_its_agent_does(
+    local_project: Path, agent_home: Path
+) -> None:
+    agent_env = agent_environment(agent_home)
+    for client in CLIENTS.values():
+        launch = launch_of(local_project, client, agent_env)
+        assert launch.command is not None and Path(launch.command).is_absolute(), client.name
+    assert_all_answered(await launch_every_client(local_project, agent_env, local_project / "launch-logs"))
+
+
+# -- remote mode: a shared `kbkit serve --http`, the token only in .env.local ------------------
+
+
+@pytest.fixture(scope="module")
+def remote_server(tmp_path_factory: pytest.TempPathFactory):
+    served = make_project(tmp_path_factory.mktemp("served") / "project")
+    server = HttpServer(served).wait_ready()
+    yield server
+    server.stop()
+
+
+def remote_project(base: Path, server: HttpServer, extra: str = "") -> tuple[Path, str]:
+    root = make_project(
+        base / "project", files={}, config=every_client(f'remote_url = "{server.url}"\n{extra}')
+    )
+    (root / ".env.local").write_text(f"MCP_TOKEN={TEST_TOKEN}\n", encoding="utf-8")
+    return root, sync_project(root).stdout
+
+
+@pytest.mark.processes
+async def test_with_the_token_only_in_env_local_every_entry_reaches_the_remote_server(
+    tmp_path: Path, remote_server: HttpServer, agent_home: Path
+) -> None:
+    root, _ = remote_project(tmp_path, remote_server)
+    agent_env = agent_environment(agent_home)
+    assert "MCP_TOKEN" not in agent_env
+    for client in CLIENTS.values():
+        launch = launch_of(root, client, agent_env)
+        assert launch.url is None and launch.args[-4:-2] == ["connect", remote_server.url], client.name
+    assert_all_answered(await launch_every_client(root, agent_env, tmp_path / "launch-logs"))
+
+
+@pytest.mark.processes
+async def test_remote_transport_http_entries_work_when_the_agent_s_environment_holds_the_token(
+    tmp_path: Path, remote_server: HttpServer, agent_home: Path
+) -> None:
+    root, out = remote_project(tmp_path, remote_server, 'remote_transport = "http"\n')
+    direct = [name for name, c in CLIENTS.items() if c.http and c.env_reference is not None]
+    assert f'note: remote_transport = "http": {", ".join(direct)} read MCP_TOKEN' in out
+    for name in direct:  # each refers to the token in its own dialect, never by value
+        written = json.dumps(read_entry(root, CLIENTS[name]))
+        assert token_reference(CLIENTS[name]) in written and TEST_TOKEN not in written, name
+    for name in set(CLIENTS) - set(direct):  # the rest keep the relay entry, launched in the test above
+        launch = launch_of(root, CLIENTS[name], agent_environment(agent_home))
+        assert launch.args[-4:] == ["connect", remote_server.url, "--root", str(root)], name
+
+    with_token = agent_environment(agent_home, MCP_TOKEN=TEST_TOKEN)
+    results = await launch_every_client(root, with_token, tmp_path / "with-token", only=direct)
+    assert {name for name, r in results.items() if r.transport == "http"} == set(direct)
+    assert_all_answered(results, direct)
+
+    # the same entries from an agent started without MCP_TOKEN: why the relay is the default. Each
+    # fails, and for the reason this is about: the live server refuses it with 401, nothing else.
+    no_token = agent_environment(agent_home)
+    without = await launch_every_client(root, no_token, tmp_path / "without", only=direct)
+    assert not any(r.ok for r in without.values()), table(without)
+    for name in direct:
+        launch = launch_of(root, CLIENTS[name], no_token)
+        assert launch.url == remote_server.url, name
+        sent = {key: value.strip() for key, value in launch.headers.items()}  # `Bearer ` as `Bearer`
+        async with httpx2.AsyncClient(timeout=30) as http:
+            answer = await http.post(
+                launch.url, json=INITIALIZE, headers={**sent, "accept": "application/json, text/event-stream"}
+            )
+        assert answer.status_code == 401, (name, answer.status_code, answer.text[:200])
+
+
+def remote_finding(root: Path, monkeypatch: pytest.MonkeyPatch, token: str | None = None) -> Finding:
+    if token is None:
+        monkeypatch.delenv("MCP_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("MCP_TOKEN", token)
+    (finding,) = [f for f in run_checks(root) if f.check == "remote"]
+    return finding
+
+
+def test_doctor_says_when_http_entries_would_miss_a_token_kept_only_in_env_local(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = "http://127.0.0.1:9/mcp"
+    relay_config = f'[kb]\npath = "docs"\n[sync]\nremote_url = "{url}"\n'
+    root = make_project(tmp_path / "p", config=relay_config)
+    (root / ".env.local").write_text(f"MCP_TOKEN={TEST_TOKEN}\n", encoding="utf-8")
+    relay = remote_finding(root, monkeypatch)
+    assert relay.status == "ok" and "kbkit connect" in relay.finding and ".env.local" in relay.finding
+    (root / "kbkit.toml").write_text(relay_config + 'remote_transport = "http"\n', encoding="utf-8")
+    only_file = remote_finding(root, monkeypatch)
+    assert only_file.status == "warn" and ".env.local holds it" in only_file.finding
+    assert (
+        only_file.fix and "export MCP_TOKEN" in only_file.fix and "remove remote_transport" in only_file.fix
+    )
+    assert remote_finding(root, monkeypatch, TEST_TOKEN).status == "ok"
+    (root / ".env.local").unlink()
+    (root / "kbkit.toml").write_text(relay_config, encoding="utf-8")
+    missing = remote_finding(root, monkeypatch)
+    assert missing.status == "warn" and "MCP_TOKEN is not set" in missing.finding

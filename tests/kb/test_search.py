@@ -1,0 +1,301 @@
+"""Search: natural language in, ranked hits out; the token budget and prefixes hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kbkit.config import load_settings
+from kbkit.errors import QueryError
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.search import (
+    MAX_TERMS,
+    SNIPPET_CHARS,
+    compile_query,
+    marker,
+    search,
+    search_sql,
+    snippet_window,
+)
+from tests.helpers.project import make_project
+
+
+@pytest.fixture
+def kb(project: Path):
+    base = KnowledgeBase.open(load_settings(project))
+    base.scan()
+    yield base
+    base.close()
+
+
+def test_queries_become_quoted_or_joined_terms_without_stop_words() -> None:
+    compiled = compile_query('What is the "guard" (sequence) AND NOT near*?')
+    assert compiled.terms == ("guard", "sequence", "near")
+    assert compiled.match == '"guard" OR "sequence" OR "near"'
+
+
+def test_a_query_of_only_stop_words_still_searches_them() -> None:
+    assert compile_query("what is it").terms == ("what", "is", "it")
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_an_empty_query_is_a_clear_error(text: str) -> None:
+    with pytest.raises(QueryError, match="the query is empty"):
+        compile_query(text)
+
+
+def test_punctuation_only_is_a_clear_error() -> None:
+    with pytest.raises(QueryError, match="no words"):
+        compile_query("?!()**")
+
+
+def test_titles_and_headings_outrank_body_mentions(tmp_path: Path) -> None:
+    files = {
+        "body.md": "# Misc\n\nA long page that mentions rollback once among many other words here.\n",
+        "title.md": "# Rollback\n\nHow we undo a release.\n",
+    }
+    root = make_project(tmp_path / "p", files)
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        assert [hit.path for hit in kb.search("rollback").results] == ["title.md", "body.md"]
+    finally:
+        kb.close()
+
+
+def test_stemming_matches_other_forms_of_a_word(kb: KnowledgeBase) -> None:
+    assert kb.search("deployment rolling").results[0].path == "runbooks/deploy.rst"
+
+
+def test_hits_carry_path_title_score_snippet_and_uri(kb: KnowledgeBase) -> None:
+    (hit,) = kb.search("blue green").results
+    assert hit.path == "runbooks/deploy.rst"
+    assert hit.title == "Deploying"
+    assert hit.score > 0
+    assert "**blue**" in hit.snippet
+    assert hit.uri == "kb://doc/runbooks/deploy.rst"
+
+
+def test_path_prefix_narrows_the_hits(kb: KnowledgeBase) -> None:
+    assert {hit.path for hit in kb.search("guard sequence docs").results} >= {"adr/0001-guards.md"}
+    results = kb.search("guard sequence docs", path_prefix="guide/").results
+    assert [hit.path for hit in results] == ["guide/getting-started.md"]
+
+
+def test_an_unknown_prefix_explains_the_empty_result(kb: KnowledgeBase) -> None:
+    result = kb.search("guard", path_prefix="nowhere/")
+    assert result.results == []
+    assert "no indexed document's path starts with 'nowhere/'" in result.note
+
+
+def test_no_match_explains_which_words_were_tried(kb: KnowledgeBase) -> None:
+    result = kb.search("zeppelin quasar")
+    assert result.results == [] and "zeppelin, quasar" in result.note
+
+
+def test_an_empty_index_says_so(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {})
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        assert "holds no documents" in kb.search("anything").note
+    finally:
+        kb.close()
+
+
+def test_max_tokens_cuts_the_list_and_says_so(tmp_path: Path) -> None:
+    files = {f"doc{i}.md": f"# Doc {i}\n\nshared words about caching layers {i}\n" for i in range(20)}
+    root = make_project(tmp_path / "p", files)
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        full = kb.search("caching layers", limit=20, max_tokens=None)
+        cut = kb.search("caching layers", limit=20, max_tokens=200)
+        assert len(full.results) == 20 and not full.truncated
+        assert 1 <= len(cut.results) < 20 and cut.truncated
+        assert "max_tokens=200 cut the list" in cut.note
+    finally:
+        kb.close()
+
+
+def test_a_huge_query_is_cut_to_the_phrase_cap_with_a_note(kb: KnowledgeBase) -> None:
+    words = " ".join(f"word{i}" for i in range(2000))  # ~10 KB
+    result = kb.search(words + " guard")
+    assert f"cut to its first {MAX_TERMS} distinct words" in result.note
+
+
+@pytest.mark.parametrize("limit", [0, 101, -1])
+def test_limit_is_bounded(kb: KnowledgeBase, limit: int) -> None:
+    with pytest.raises(QueryError, match="limit"):
+        kb.search("guard", limit=limit)
+
+
+def test_the_ranking_sql_is_pinned() -> None:
+    weights = ":w_title, :w_name, :w_description, :w_tags, :w_headings, :w_body"
+    assert f"bm25(documents_fts, {weights})" in search_sql(False)
+    assert "substr(d.path, 1, :prefix_len) = :prefix" in search_sql(True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(query=st.text(min_size=1), text=st.text(max_size=2000))
+def test_any_query_gives_a_snippet_pattern_that_runs_on_any_text(query: str, text: str) -> None:
+    try:
+        compiled = compile_query(query)
+    except QueryError:
+        return
+    snippet = snippet_window(text, marker(compiled.terms), "fallback")
+    assert isinstance(snippet, str) and len(snippet) <= 2 * SNIPPET_CHARS + 100
+
+
+def test_snippets_mark_other_forms_of_the_query_words() -> None:
+    text = "Before the rollout. We deployed it, then the deployment was checked."
+    snippet = snippet_window(text, marker(("deploy",)), "t")
+    assert "**deployed**" in snippet and "**deployment**" in snippet
+
+
+class _FixedDense:
+    """A dense ranking (no model) of every page: the cosines given, the other pages far below
+    (0.15 and less), as a sentence model scores a question against pages off its topic."""
+
+    def __init__(
+        self, kb: KnowledgeBase, cosines: dict[str, float], at: dict[str, int] | None = None
+    ) -> None:
+        """`at`: where a page's best vector's text starts (0 when not given)."""
+        ids = dict(kb.store.reader().execute("SELECT path, id FROM documents ORDER BY path"))
+        rest = {path: 0.15 - 0.001 * rank for rank, path in enumerate(p for p in ids if p not in cosines)}
+        ranked = sorted({**cosines, **rest}.items(), key=lambda item: -item[1])
+        self._ranking = [(ids[path], cosine, (at or {}).get(path, 0)) for path, cosine in ranked]
+
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
+        return self._ranking[:limit]
+
+
+API_PAGES = {
+    "authentication.md": "# Authentication\n\nAn example: `httpx.DigestAuth(user, password)` answers the "
+    "server's digest challenge.\n",
+    "clients.md": "# Clients\n\nAn httpx client keeps connections and settings between requests, and sends "
+    "credentials for you; for example a token.\n",
+    "quickstart.md": "# QuickStart\n\nAn httpx example: make a request, read the response, pass credentials "
+    "with auth=.\n",
+    "proxies.md": "# Proxies\n\nSend httpx requests through a proxy that asks for a password, for example.\n",
+    **{f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i} and its history.\n" for i in range(12)},
+}
+"""A small API reference (and unrelated notes, so that common words weigh something in BM25)."""
+
+
+@pytest.fixture
+def api_kb(tmp_path: Path):
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", API_PAGES)))
+    kb.scan()
+    yield kb
+    kb.close()
+
+
+def _fused(kb: KnowledgeBase, query: str, cosines: dict[str, float]) -> list[str]:
+    return [hit.path for hit in search(kb.store, kb.registry, query, dense=_FixedDense(kb, cosines)).results]
+
+
+@pytest.mark.parametrize(
+    "query, cosines",
+    [
+        # What motivated it: an identifier only one page holds (BM25's top hit leads its second by
+        # half its score) while the dense ranking likes two other pages a little more. Equal-weight
+        # reciprocal-rank fusion put the page second.
+        ("httpx.DigestAuth example", {"proxies.md": 0.52, "quickstart.md": 0.51, "authentication.md": 0.50}),
+        # the dense ranking puts it fourth, a little behind pages that share only "example"
+        (
+            "DigestAuth example",
+            {"proxies.md": 0.55, "quickstart.md": 0.50, "clients.md": 0.48, "authentication.md": 0.45},
+        ),
+    ],
+)
+def test_fusion_keeps_a_strong_unique_bm25_hit_where_bm25_alone_puts_it(
+    api_kb: KnowledgeBase, query: str, cosines: dict[str, float]
+) -> None:
+    lexical = [hit.path for hit in api_kb.search(query).results]
+    assert lexical[0] == "authentication.md"
+    assert _fused(api_kb, query, cosines)[0] == "authentication.md"
+
+
+def test_fusion_lets_a_confident_dense_ranking_lead_when_bm25_is_unsure(api_kb: KnowledgeBase) -> None:
+    """Not BM25 with a veto: when its top two are close and the dense ranking is sure, meaning decides."""
+    query = "httpx example credentials"
+    assert [hit.path for hit in api_kb.search(query).results][:2] == ["quickstart.md", "clients.md"]
+    cosines = {"clients.md": 0.65, "proxies.md": 0.40, "authentication.md": 0.38, "quickstart.md": 0.36}
+    assert _fused(api_kb, query, cosines)[0] == "clients.md"
+
+
+FILLER = " ".join(["Further notes that say the same thing again at some length."] * 70)
+HANDBOOK = (
+    "# Handbook\n\nHow the team works.\n\n"
+    f"## Deploys\n\nShip it with the deploy script and watch the dashboards. A release goes out on Tuesdays. "
+    f"{FILLER}\n\n"
+    f"## Holidays\n\nBook days off in the calendar a month ahead. {FILLER}\n\n"
+    f"## Onboarding\n\nA new colleague gets a laptop and a buddy. {FILLER}\n"
+)
+"""Three sections each a hit can point at (the page is over sections.ANCHOR_CHARS)."""
+
+
+def test_a_hybrid_hit_points_at_its_best_vectors_passage_only_when_that_evidence_is_stronger(
+    tmp_path: Path,
+) -> None:
+    pages = {
+        "handbook.md": HANDBOOK,
+        "release.md": "# Release script\n\nThe deploy script ships a release: deploy script, release, ship.\n",
+        **{f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i}.\n" for i in range(6)},
+    }
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", pages)))
+    try:
+        kb.scan()
+        holidays, deploys = HANDBOOK.index("## Holidays"), HANDBOOK.index("## Deploys")
+        dense = _FixedDense(kb, {"handbook.md": 0.8, "release.md": 0.5}, at={"handbook.md": holidays + 20})
+
+        def offset(query: str) -> int:
+            hits = search(kb.store, kb.registry, query, dense=dense).results
+            return next(hit.offset for hit in hits if hit.path == "handbook.md")
+
+        # its passage that holds the words is the best of the whole index: BM25's
+        assert offset("watch the dashboards") == deploys
+        # its best lexical passage not far behind release.md's (0.62 of it): still BM25's
+        assert offset("deploy script") == deploys
+        # far behind it (one word, in a long passage), its vector the best: the vector's
+        assert offset("release") == holidays
+        assert offset("days off") == holidays  # both agree
+        assert search(kb.store, kb.registry, "release").results[0].offset == 0  # BM25 alone
+    finally:
+        kb.close()
+
+
+def test_a_member_the_query_names_keeps_its_passage_against_a_stronger_vector(tmp_path: Path) -> None:
+    """The dense evidence may move a hit to another passage, but not away from the member the
+    query names whole: `Gadget::Stop` stays the answer to a question naming Stop."""
+    filler = " ".join(["More remarks that repeat the same thing at some length."] * 100)
+    page = (
+        f"# Gadget Class\n\nA gadget.\n\n## Gadget::Start\n\nStarts the engine of the gadget. {filler}\n\n"
+        f"## Gadget::Stop\n\nStops the engine of the gadget and shuts its fuel valve. {filler}\n\n"
+        f"## Gadget::Reset\n\nResets its counters. {filler}\n"
+    )
+    pages = {
+        "gadget.md": page,
+        "engine.md": "# Engine notes\n\n"
+        + "Stop the gadget engine, shut the fuel valve, pull the choke. " * 8
+        + "\n",
+        **{f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i}.\n" for i in range(6)},
+    }
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", pages)))
+    try:
+        kb.scan()
+        start, stop = page.index("## Gadget::Start"), page.index("## Gadget::Stop")
+        dense = _FixedDense(kb, {"gadget.md": 0.8, "engine.md": 0.5}, at={"gadget.md": start + 20})
+
+        def offset(query: str) -> int:
+            hits = search(kb.store, kb.registry, query, dense=dense).results
+            return next(hit.offset for hit in hits if hit.path == "gadget.md")
+
+        assert offset("Gadget Stop engine fuel valve choke") == stop  # named: the lexical passage stays
+        assert offset("gadget engine") == start  # nothing named, weak lexical evidence: the vector's
+    finally:
+        kb.close()

