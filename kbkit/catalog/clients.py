@@ -177,7 +177,7 @@ CLIENTS: dict[str, Client] = {
             "Gemini CLI 0.61.0 run offline",
             end_of_life="Google stopped serving Gemini CLI to free, Google AI Pro and Ultra users on "
             "2026-06-18 (Code Assist Standard/Enterprise and paid API keys keep it); its successor is "
-            "Antigravity CLI: add \"antigravity-cli\" to [sync] clients",
+            'Antigravity CLI: add "antigravity-cli" to [sync] clients',
         ),
         Client(
             "opencode",
@@ -568,7 +568,10 @@ token). The others run `kbkit connect` with a personal token. Sources: docs/clie
 REMOTE_AUTHS = ("token", "oauth")
 """`[sync] remote_auth`: token (a bearer from .env.local or the environment) or oauth (docs/adr/0032)."""
 
-DEFAULT_CLIENTS = ["claude-code", "cursor", "vscode", "zed", "codex", "gemini"]
+DEFAULT_CLIENTS = ["claude-code", "cursor", "vscode", "zed", "codex"]
+"""What teams run in late 2026 (docs/clients.md, "The default"): Gemini CLI left the default when Google
+stopped serving it to free, Pro and Ultra users (2026-06-18); Antigravity CLI is not in it while its
+project file is confirmed only by third-party measurements."""
 
 
 def clients_table() -> str:

@@ -117,6 +117,19 @@ def _codex(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
     return Launch(entry["command"], list(entry.get("args", [])), env, entry.get("cwd"))
 
 
+def _goose(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
+    """Goose: `type: stdio` runs `cmd` with `args` and `envs`; `type: streamable_http` reaches `uri`."""
+    if entry["type"] == "streamable_http":
+        return Launch(url=entry["uri"], headers=dict(entry.get("headers", {})))
+    return Launch(entry["cmd"], list(entry.get("args", [])), dict(entry.get("envs", {})))
+
+
+def _grok(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
+    """Grok CLI (vibe-kit): an entry without `transport` is a stdio server (dist/mcp/client.js)."""
+    transport = entry.get("transport") or {"type": "stdio", **entry}
+    return Launch(transport["command"], list(transport.get("args", [])), dict(transport.get("env", {})))
+
+
 READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
     "typed": lambda entry, _: _stdio_or_http(entry, "url"),  # Claude Code, VS Code (a "type" key)
     "plain": lambda entry, _: _stdio_or_http(entry, "url"),
@@ -125,6 +138,8 @@ READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
     "gemini": lambda entry, _: _stdio_or_http(entry, "httpUrl"),  # Gemini CLI, Qwen Code
     "opencode": _opencode,
     "codex": _codex,
+    "goose": _goose,
+    "grok": _grok,
 }
 """The client table's template column (the entry's shape) -> how its agent reads an entry."""
 

@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from kbkit.catalog.clients import CLIENTS
+from kbkit.catalog.clients import CLIENTS, Client
 from kbkit.config import load_settings
 from kbkit.sync import jsonc
 from kbkit.sync.planner import SyncReport, sync
@@ -78,6 +78,14 @@ def git_repo(tmp_path: Path, clients: list[str] = ALL, extra: str = "") -> Path:
 
 def run_sync(root: Path, **options: Any) -> SyncReport:
     return sync(load_settings(root), **options)
+
+
+def argv_of(client: Client, entry: dict[str, Any]) -> list[str]:
+    """The argv a stdio entry runs: one array (opencode, Kilo Code), `cmd` and `args` (Goose), or
+    `command` and `args`."""
+    if client.template == "opencode":
+        return list(entry["command"])
+    return [entry["cmd" if client.template == "goose" else "command"], *entry["args"]]
 
 
 def read_entry(root: Path, client: str) -> Any:

@@ -22,6 +22,7 @@ from tests.peers.node import SERVER_MEMORY, require
 
 pytestmark = pytest.mark.anyio
 
+
 @pytest.fixture
 def upstream(tmp_path: Path):
     peer = MemoryUpstream(tmp_path).start()

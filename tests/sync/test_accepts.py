@@ -62,5 +62,19 @@ def test_doctor_names_an_mcp_json_entry_claude_code_skips_once(tmp_path: Path) -
 def test_doctor_warns_of_a_gemini_policy_folder_gemini_cli_ignores(tmp_path: Path) -> None:
     root = project(tmp_path, ["gemini"])
     (root / ".gemini/policies").mkdir(parents=True)
-    ((status, finding),) = findings(root)
+    ((status, finding),) = [f for f in findings(root) if "end of life" not in f[1]]
     assert status == "warn" and "Gemini CLI 0.61.0 ignores workspace policy files" in finding
+
+
+def test_doctor_says_which_selected_agents_are_at_end_of_life_and_still_checks_them(tmp_path: Path) -> None:
+    root = project(tmp_path, ["gemini", "roo", "continue", "claude-code"])
+    said = findings(root)
+    assert [status for status, _ in said] == ["warn"] * 3
+    assert [finding.split(" is at end of life")[0] for _, finding in said] == [
+        "Gemini CLI",
+        "Roo Code",
+        "Continue",
+    ]
+    assert "2026-06-18" in said[0][1] and '"antigravity-cli"' in said[0][1]
+    (root / "kbkit.toml").write_text('[kb]\npath = "docs"\n[sync]\nclients = ["claude-code"]\n')
+    assert [status for status, _ in findings(root)] == ["ok"]

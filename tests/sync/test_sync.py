@@ -23,6 +23,7 @@ from tests.helpers.sync import (
     MCP_JSON,
     VSCODE_JSON,
     ZED_SETTINGS,
+    argv_of,
     git_repo,
     read_entry,
     run_sync,
@@ -36,6 +37,8 @@ ALLOWED_KEYS = {
     "plain": {"command", "args", "env", "url", "headers", "autoApprove"},
     "server-url": {"command", "args", "env", "serverUrl", "headers"},
     "roo": {"type", "command", "args", "env", "url", "headers", "alwaysAllow"},
+    "goose": {"type", "name", "enabled", "cmd", "args", "envs", "uri", "headers", "timeout"},
+    "grok": {"name", "command", "args", "env", "transport"},
     "gemini": {"command", "args", "env", "cwd", "httpUrl", "url", "headers", "discoveryTimeoutMs"},
     "opencode": {"type", "command", "environment", "url", "headers", "enabled", "timeout"},
     "codex": {
@@ -74,9 +77,8 @@ def test_every_client_gets_a_stdio_entry_that_runs_this_kbkit_with_no_env_block(
     for name, client in CLIENTS.items():
         entry = read_entry(root, name)
         assert set(entry) <= ALLOWED_KEYS[client.template], (name, entry)
-        one_array = client.template == "opencode"  # opencode, Kilo Code
-        argv = entry["command"] if one_array else [entry["command"], *entry["args"]]
-        assert argv == [*render.kbkit_command(), "serve", "--root", str(root.resolve())]
+        assert argv_of(client, entry) == [*render.kbkit_command(), "serve", "--root", str(root.resolve())]
+        argv = argv_of(client, entry)
         assert Path(argv[0]).is_absolute()
         assert "env" not in entry and "environment" not in entry
     assert read_entry(root, "claude-code")["type"] == "stdio"
@@ -123,11 +125,6 @@ def test_every_output_is_ignored_by_git_and_user_gitignore_lines_are_kept(tmp_pa
         text=True,
     ).stdout
     assert ".mcp.json" not in tracked and ".codex" not in tracked
-
-
-
-
-
 
 
 @pytest.mark.git
@@ -255,8 +252,7 @@ def test_in_remote_mode_every_client_runs_the_relay_which_reads_the_token_itself
     assert report.notes == []
     for name, client in CLIENTS.items():
         entry = read_entry(root, name)
-        argv = entry["command"] if client.template == "opencode" else [entry["command"], *entry["args"]]
-        assert argv == [
+        assert argv_of(client, entry) == [
             *render.kbkit_command(),
             "connect",
             "https://kb.example/mcp",
@@ -510,8 +506,6 @@ async def test_a_client_without_an_env_dialect_reaches_a_remote_server_through_k
                 assert (await initialize_and_search(c)).endswith("adr/0001-guards.md")
     finally:
         server.stop()
-
-
 
 
 VARIANTS = {
