@@ -74,9 +74,7 @@ def between(page: str, start: str, end: str) -> str:
 
 def test_the_key_table_is_written_from_the_config_model() -> None:
     table = between("docs/configuration.md", TABLE_START, TABLE_END)
-    assert table == key_table(), (
-        "docs/configuration.md's key table is stale; replace it with:\n" + key_table()
-    )
+    assert table == key_table(), "docs/configuration.md's key table is stale; replace it with:\n" + key_table()
     rows = table.splitlines()[2:]
     assert len(rows) == sum(1 for _ in key_docs())
     assert {row.split("`")[1].split("]")[0][1:] for row in rows} == {name for name, _ in sections()}

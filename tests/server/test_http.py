@@ -31,6 +31,8 @@ EXPECTED_TOOLS = ["search", "get_document"]
 MODERN = "2026-07-28"
 
 
+
+
 def modern_meta() -> dict:
     return {
         "io.modelcontextprotocol/protocolVersion": MODERN,

@@ -22,7 +22,6 @@ from tests.peers.node import SERVER_MEMORY, require
 
 pytestmark = pytest.mark.anyio
 
-
 @pytest.fixture
 def upstream(tmp_path: Path):
     peer = MemoryUpstream(tmp_path).start()
