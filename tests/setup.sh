@@ -3,8 +3,9 @@
 # suite runs with nothing skipped: a virtualenv (.venv) with kbkit, its test tools and every extra
 # the tests exercise, and the real third-party peers from npm (the MCP Inspector, the reference
 # memory server, the `skills` CLI, and the Node 24 they need), pinned by tests/peers/npm's lock; the
-# agents' own CLIs (Claude Code, Gemini CLI, Codex, opencode, Qwen Code, Copilot CLI) into
-# tests/peers/agents; and Debian's HAProxy and openssl (the `haproxy` tier) when missing.
+# agents' own CLIs (Claude Code, Gemini CLI, Codex, opencode, Qwen Code, Copilot CLI, Amp, Kilo Code,
+# Factory droid, Qoder CLI, Auggie, Grok CLI) into tests/peers/agents; and Debian's HAProxy and
+# openssl (the `haproxy` tier) when missing.
 # Rerunning it brings an existing checkout up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."

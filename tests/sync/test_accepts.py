@@ -78,3 +78,28 @@ def test_doctor_says_which_selected_agents_are_at_end_of_life_and_still_checks_t
     assert "2026-06-18" in said[0][1] and '"antigravity-cli"' in said[0][1]
     (root / "kbkit.toml").write_text('[kb]\npath = "docs"\n[sync]\nclients = ["claude-code"]\n')
     assert [status for status, _ in findings(root)] == ["ok"]
+
+
+BROKEN = {
+    "grok-cli": ("grok-cli", ".grok/settings.json", {"command": "kbkit", "args": []}),
+    "crush": ("crush", ".crush.json", {"command": "kbkit", "args": []}),
+    "roo": ("roo", ".roo/mcp.json", {"url": "https://kb.example/mcp"}),
+    "antigravity-cli": (
+        "antigravity-cli",
+        ".agents/mcp_config.json",
+        {"serverUrl": "https://x/mcp", "command": "k"},
+    ),
+    "goose": ("goose", ".agents/tool-cfg/goose.json", {"type": "stdio", "command": "kbkit", "args": []}),
+}
+"""Per rule, an entry its agent refuses, as a hand edit or an older tool would leave it."""
+
+
+@pytest.mark.parametrize("client", list(BROKEN))
+def test_doctor_fails_an_entry_its_agent_reads_another_way(tmp_path: Path, client: str) -> None:
+    name, path, entry = BROKEN[client]
+    root = project(tmp_path, [name])
+    key = CLIENTS[name].root_key[0]
+    (root / path).parent.mkdir(parents=True, exist_ok=True)
+    (root / path).write_text(json.dumps({key: {"kb": entry}}))
+    ((status, finding),) = [f for f in findings(root) if "end of life" not in f[1]]
+    assert status == "fail" and finding.startswith(f"{path}: "), finding
