@@ -43,6 +43,10 @@ def _string_tools(entry: Mapping[str, Any]) -> bool:
     return isinstance(tools, list) and any(not isinstance(item, dict) for item in tools)
 
 
+def _env_reference(entry: Mapping[str, Any]) -> bool:
+    return "{env:" in repr(entry)
+
+
 def _unnamed(entry: Mapping[str, Any]) -> bool:
     return not isinstance(entry.get("name"), str)
 
@@ -71,6 +75,15 @@ ENTRY_RULES: tuple[EntryRule, ...] = (
         'skips the whole entry: `"tools"` must hold objects there (`tools.0: expected object, received '
         'string`), then reports `No MCP server named "kb"`',
         'remove `"tools"` from the entry (Copilot CLI offers every tool without it): kbkit sync --force',
+    ),
+    EntryRule(
+        ("kilo",),
+        "Kilo CLI 7.7.7",
+        _env_reference,
+        "skips the whole project file when an entry uses `{env:VAR}` (it reports `No MCP servers "
+        "configured`): environment references work only in its global config",
+        'kbkit sync --force writes an entry that runs the relay (`remote_transport = "http"` no longer '
+        "applies to Kilo Code)",
     ),
     EntryRule(
         ("grok-cli",),

@@ -287,11 +287,11 @@ CLIENTS: dict[str, Client] = {
             "json",
             ("mcp",),
             "opencode",
-            "{{env:{var}}}",
+            None,  # Kilo CLI 7.7.7, run offline, skips a project file that uses {env:VAR}: relay only
             extra=(("timeout", START_UP_SECONDS * 1000),),
             approval=Approval("map", ("permission",), "{server}_{tool}", sanitize=True),
             source="Kilo-Org/kilocode packages/kilo-docs/pages/automate/mcp/using-in-kilo-code.md, "
-            "packages/opencode/src/mcp/index.ts",
+            "packages/opencode/src/mcp/index.ts; Kilo CLI 7.7.7 run offline",
         ),
         Client(
             "qwen",

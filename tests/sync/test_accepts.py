@@ -81,6 +81,11 @@ def test_doctor_says_which_selected_agents_are_at_end_of_life_and_still_checks_t
 
 
 BROKEN = {
+    "kilo": (
+        "kilo",
+        ".kilo/kilo.json",
+        {"type": "remote", "url": "https://x/mcp", "headers": {"Authorization": "Bearer {env:MCP_TOKEN}"}},
+    ),
     "grok-cli": ("grok-cli", ".grok/settings.json", {"command": "kbkit", "args": []}),
     "crush": ("crush", ".crush.json", {"command": "kbkit", "args": []}),
     "roo": ("roo", ".roo/mcp.json", {"url": "https://kb.example/mcp"}),
