@@ -5,8 +5,9 @@ Each CLI (tests/peers/agents, pinned) runs offline against one synced project pe
 and direct HTTP (`remote_transport = "http"`, MCP_TOKEN exported in the agent's environment). A
 user's approvals are given the offline way each agent documents (folder trust, server approval;
 docs/clients.md), and the assertions are what the agent itself reports: the entry read without
-a warning, and connected where the CLI checks health (Codex and Copilot CLI only list it).
-Crush is not here: its npm package downloads its binary at install time (docs/clients.md).
+a warning, and connected where the CLI checks health (Codex, Copilot CLI and Auggie only list it).
+Not here (docs/clients.md): Crush, whose npm package downloads its binary at install time; Kimi
+Code, Mistral Vibe and OpenHands, which need a Python newer than this machine's.
 """
 
 from __future__ import annotations
