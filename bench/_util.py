@@ -13,7 +13,7 @@ import tarfile
 import time
 from pathlib import Path
 
-from kbkit.kb.parsers import parse_markdown
+from kbkit.kb.formats.markdown import parse_markdown
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"

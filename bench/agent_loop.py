@@ -21,7 +21,14 @@ is embedded first, which takes long: `--project DIR` keeps the index for another
 result's offset from the passage the fused evidence favours, or always the lexical one, or always
 the one holding the best vector.
 
-    .venv/bin/python -m bench.agent_loop [--data DIR] [--questions FILE] [--semantic] [--project DIR]
+Two sets of questions, each run on the same index: `named` (`agent_loop_questions.json`), nearly
+all of which name the class and the member, and `plain` (`agent_loop_plain_questions.json`), which
+describe what is wanted without naming the member that answers ("stop a timer that was started with
+SetTimer on a window", answered by `CWnd::KillTimer`). `--set` picks one or both (side by side);
+`--questions FILE` runs that file alone.
+
+    .venv/bin/python -m bench.agent_loop [--data DIR] [--set named|plain|both] [--questions FILE]
+        [--semantic] [--project DIR]
 """
 
 from __future__ import annotations
@@ -49,6 +56,9 @@ from kbkit.kb.sections import Layout
 from kbkit.kb.tokens import estimate_tokens
 
 QUESTIONS = Path(__file__).resolve().parent / "agent_loop_questions.json"
+PLAIN_QUESTIONS = Path(__file__).resolve().parent / "agent_loop_plain_questions.json"
+SETS = {"named": QUESTIONS, "plain": PLAIN_QUESTIONS}
+"""The question sets `--set` chooses from: name -> file."""
 KB_FOLDER = "cpp-docs"
 CHUNK_CHARS = 512 * 4
 ANSWERED_TARGET = 0.80
@@ -102,9 +112,13 @@ def sections_answerer(
     """search (BM25 alone, or `hybrid` with the passage rule at `margin` and the dense score's
     passage share at `share`; None: as shipped), then one read from the top hit's offset."""
 
+    dense = kb.dense_ranker() if hybrid else None
+    if hybrid and share is not None:
+        assert kb.hybrid is not None, kb.hybrid_off
+        dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
+
     def answer(question: Question) -> Read | None:
-        dense = kb.dense_ranker() if hybrid else None
-        with patched(kb_search, "DENSE_PASSAGE_MARGIN", margin), patched(semantic, "PASSAGE_SHARE", share):
+        with patched(kb_search, "DENSE_PASSAGE_MARGIN", margin):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -183,6 +197,27 @@ class Chunks:
         return answer
 
 
+def pointing(
+    kb: KnowledgeBase, questions: list[Question], answers: list[list[tuple[int, int]]]
+) -> dict[str, float]:
+    """Where search (BM25, agent defaults) puts the right page, and whether a read from that page's
+    hit, wherever it ranks, would hold the answer: which passage a hit points at, apart from which
+    page comes first."""
+    listed, holds = [], []
+    for question, spans in zip(questions, answers, strict=True):
+        result = kb_search.search(kb.store, kb.registry, question.question)
+        hit = next((hit for hit in result.results if hit.path == question.path), None)
+        listed.append(hit is not None)
+        if hit is not None:
+            doc = kb.load(hit.path, offset=hit.offset, max_tokens=DEFAULT_MAX_TOKENS)
+            end = hit.offset + len(doc.text)
+            holds.append(any(hit.offset <= a and b <= end for a, b in spans))
+    return {
+        "right page listed": statistics.fmean(listed),
+        "hit holds answer": statistics.fmean(holds) if holds else 0.0,
+    }
+
+
 def run(
     answerer: Answerer, questions: list[Question], answers: list[list[tuple[int, int]]]
 ) -> dict[str, float]:
@@ -204,10 +239,103 @@ def run(
     }
 
 
+Results = dict[str, dict[str, float]]
+POINTING = "right page's hit (BM25, anywhere in the top 10)"
+SECTIONS_WAY = "kbkit sections (search, then get_document from the hit's offset)"
+
+
+def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hybrid: bool) -> Results:
+    """Every way of answering on one set of questions (a broken question stops the run)."""
+    answers = [answer_spans(kb, question) for question in questions]
+    broken = [q.question for q, spans in zip(questions, answers, strict=True) if not spans]
+    if broken:
+        raise SystemExit(f"no answer section or evidence found for: {broken}")
+    results = {
+        SECTIONS_WAY: run(sections_answerer(kb), questions, answers),
+        POINTING: pointing(kb, questions, answers),
+    }
+    if hybrid:
+        for name, margin, share in (
+            ("kbkit sections + vectors (hybrid, as shipped)", None, None),
+            ("  the same, passage: always the lexical one", math.inf, None),
+            ("  the same, passage: always the best vector's", -math.inf, None),
+            ("  the same, passage: the best vector's when it leads by 0.25", 0.25, None),
+            ("  the same, passage: the best vector's when it leads by 0.5", 0.5, None),
+            ("  page score from its opening alone (passage share 0)", None, 0.0),
+            ("  passage share 0.25", None, 0.25),
+            ("  passage share 0.5", None, 0.5),
+            ("  passage share 1 (the best of its passages)", None, 1.0),
+        ):
+            answerer = sections_answerer(kb, hybrid=True, margin=margin, share=share)
+            results[name] = run(answerer, questions, answers)
+    results |= {
+        "whole document (before: the top hit read from offset 0)": run(
+            whole_document_answerer(kb), questions, answers
+        ),
+        f"chunks (bm25s, {CHUNK_CHARS // 4}-token chunks, the top chunk read)": run(
+            chunks.answerer(), questions, answers
+        ),
+    }
+    return results
+
+
+def print_results(results: Results) -> None:
+    rows = []
+    for name, numbers in results.items():
+        if name == POINTING:
+            continue
+        rows.append(
+            [
+                name,
+                f"{numbers['answered']:.2f}",
+                f"{numbers['right page']:.2f}",
+                f"{numbers['p50']:,.0f}",
+                f"{numbers['p90']:,.0f}",
+                f"{numbers['max']:,.0f}",
+                f"{numbers['search p50']:,.0f}" if numbers["search p50"] else "",
+            ]
+        )
+    headers = ["way", "answer read", "top page right", "tokens read p50", "p90", "max", "search reply p50"]
+    print_table(headers, rows)
+    hits = results[POINTING]
+    print(
+        f"\nthe right page is in the top 10 for {hits['right page listed']:.2f} of the questions; "
+        f"a read from its hit holds the answer for {hits['hit holds answer']:.2f} of those"
+    )
+
+
+def print_side_by_side(by_set: dict[str, Results]) -> None:
+    """The main figures of every set in one table, a column per set."""
+    names = list(by_set)
+    headers = ["way"]
+    for metric in ("answer read", "top page right", "tokens read p50"):
+        headers += [f"{metric} ({name})" for name in names]
+    rows = []
+    for way in next(iter(by_set.values())):
+        if way == POINTING:
+            continue
+        row = [way]
+        for key, fmt in (("answered", "{:.2f}"), ("right page", "{:.2f}"), ("p50", "{:,.0f}")):
+            row += [fmt.format(by_set[name][way][key]) for name in names]
+        rows.append(row)
+    print_table(headers, rows, "Side by side")
+    print_table(
+        ["set", "right page in the top 10", "a read from its hit holds the answer"],
+        [
+            [name, f"{hits['right page listed']:.2f}", f"{hits['hit holds answer']:.2f}"]
+            for name, hits in ((name, results[POINTING]) for name, results in by_set.items())
+        ],
+        POINTING,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="the benchmark data folder (default: ../shared/data)")
-    parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the questions file")
+    parser.add_argument(
+        "--set", choices=[*SETS, "both"], default="both", help="which questions: named, plain or both"
+    )
+    parser.add_argument("--questions", type=Path, help="a questions file, run alone (instead of --set)")
     parser.add_argument(
         "--semantic", action="store_true", help="also hybrid search (vectors per passage): embeds cpp-docs"
     )
@@ -216,7 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
-    questions = load_questions(args.questions)
+    if args.questions is not None:
+        files = {args.questions.stem: args.questions}
+    else:
+        files = SETS if args.set == "both" else {args.set: SETS[args.set]}
+    question_sets = {name: load_questions(path) for name, path in files.items()}
     machine = MachineWatch()
     with tempfile.TemporaryDirectory(prefix="kbkit-agent-loop-") as tmp:
         root = args.project or Path(tmp)
@@ -238,42 +370,17 @@ def main(argv: list[str] | None = None) -> int:
                 if embedded is None:
                     raise SystemExit(f"hybrid search is off: {kb.hybrid_off}")
                 embed_seconds = time.perf_counter() - started
-            answers = [answer_spans(kb, question) for question in questions]
-            broken = [q.question for q, spans in zip(questions, answers, strict=True) if not spans]
-            if broken:
-                raise SystemExit(f"no answer section or evidence found for: {broken}")
-            results = {
-                "kbkit sections (search, then get_document from the hit's offset)": run(
-                    sections_answerer(kb), questions, answers
-                ),
-            }
-            if args.semantic:
-                for name, margin, share in (
-                    ("kbkit sections + vectors (hybrid, as shipped)", None, None),
-                    ("  the same, passage: always the lexical one", math.inf, None),
-                    ("  the same, passage: always the best vector's", -math.inf, None),
-                    ("  the same, passage: the best vector's when it leads by 0.25", 0.25, None),
-                    ("  the same, passage: the best vector's when it leads by 0.5", 0.5, None),
-                    ("  page score from its opening alone (passage share 0)", None, 0.0),
-                    ("  passage share 0.25", None, 0.25),
-                    ("  passage share 0.5", None, 0.5),
-                    ("  passage share 1 (the best of its passages)", None, 1.0),
-                ):
-                    answerer = sections_answerer(kb, hybrid=True, margin=margin, share=share)
-                    results[name] = run(answerer, questions, answers)
-            results |= {
-                "whole document (before: the top hit read from offset 0)": run(
-                    whole_document_answerer(kb), questions, answers
-                ),
-                f"chunks (bm25s, {CHUNK_CHARS // 4}-token chunks, the top chunk read)": run(
-                    Chunks(kb).answerer(), questions, answers
-                ),
+            chunks = Chunks(kb)
+            by_set = {
+                name: run_ways(kb, chunks, questions, hybrid=args.semantic)
+                for name, questions in question_sets.items()
             }
         finally:
             kb.close()
+    counts = ", ".join(f"{len(questions)} {name}" for name, questions in question_sets.items())
     print(
         f"cpp-docs: {report.documents} documents indexed in {index_seconds:.1f} s; "
-        f"{len(questions)} questions on pages over 50 KB"
+        f"questions on pages over 50 KB: {counts}"
     )
     if embedded is not None:
         print(
@@ -281,26 +388,17 @@ def main(argv: list[str] | None = None) -> int:
             f"({embedded.reused} reused) in {embed_seconds:.0f} s"
         )
     print(f"machine: {machine.note()}")
-    rows = []
-    for name, numbers in results.items():
-        rows.append(
-            [
-                name,
-                f"{numbers['answered']:.2f}",
-                f"{numbers['right page']:.2f}",
-                f"{numbers['p50']:,.0f}",
-                f"{numbers['p90']:,.0f}",
-                f"{numbers['max']:,.0f}",
-                f"{numbers['search p50']:,.0f}" if numbers["search p50"] else "",
-            ]
+    for name, results in by_set.items():
+        print(f"\n{name} questions ({len(question_sets[name])})\n")
+        print_results(results)
+        ours = results[SECTIONS_WAY]
+        print(
+            f"\ntargets ({name}): answer read >= {ANSWERED_TARGET:.0%}: "
+            f"{verdict(ours['answered'] >= ANSWERED_TARGET)}; "
+            f"median tokens read <= {MEDIAN_TOKENS_TARGET:,}: {verdict(ours['p50'] <= MEDIAN_TOKENS_TARGET)}"
         )
-    headers = ["way", "answer read", "top page right", "tokens read p50", "p90", "max", "search reply p50"]
-    print_table(headers, rows)
-    ours = results["kbkit sections (search, then get_document from the hit's offset)"]
-    print(
-        f"\ntargets: answer read >= {ANSWERED_TARGET:.0%}: {verdict(ours['answered'] >= ANSWERED_TARGET)}; "
-        f"median tokens read <= {MEDIAN_TOKENS_TARGET:,}: {verdict(ours['p50'] <= MEDIAN_TOKENS_TARGET)}"
-    )
+    if len(by_set) > 1:
+        print_side_by_side(by_set)
     return 0
 
 

@@ -39,7 +39,7 @@ from bench.search_quality import answers_match, load_questions
 from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.parsers import parse_markdown
+from kbkit.kb.formats.markdown import parse_markdown
 from kbkit.kb.sections import clean_title
 
 Page = tuple[str, str, str]

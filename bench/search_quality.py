@@ -48,7 +48,7 @@ from bench._util import MachineWatch, data_dir, ms, percentile, print_table, unp
 from kbkit.config import load_settings
 from kbkit.kb import search as kb_search
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.parsers import parse_markdown
+from kbkit.kb.formats.markdown import parse_markdown
 
 DATA = Path(__file__).resolve().parent / "data"
 QUESTIONS = DATA / "tldr_questions.tsv"

@@ -13,6 +13,17 @@ cd "$(dirname "$0")/.."
 # Byte-compiling every installed module costs more than it saves here (PIP_NO_COMPILE=1 would
 # turn it *on*: pip reads a no- option from the environment as its positive twin's value).
 export PIP_COMPILE="${PIP_COMPILE:-0}"
+# The system Python does (Debian's too), given its venv module: Debian ships ensurepip, which
+# `python3 -m venv` needs for pip, in a package of its own.
+if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    echo "tests/setup.sh: kbkit needs python3 3.11 or newer on PATH; install it, then rerun" >&2
+    exit 1
+fi
+if ! python3 -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    echo "tests/setup.sh: $(command -v python3) cannot make a virtualenv with pip (no ensurepip);" \
+        "on Debian or Ubuntu run: sudo apt-get install python3-venv, then rerun" >&2
+    exit 1
+fi
 python3 -m venv .venv
 .venv/bin/pip install --quiet -e ".[test,semantic]"
 npm ci --prefix tests/peers/npm --no-audit --no-fund --loglevel=error

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbkit.errors import UnknownAgent
+
 CANONICAL_SKILL_DIR = ".agents/skills"
 """Where each skill's canonical copy is installed; many agents read it directly."""
 
@@ -140,10 +142,6 @@ AGENTS: dict[str, Agent] = {
     )
 }
 ALIASES: dict[str, str] = {alias: agent.id for agent in AGENTS.values() for alias in agent.aliases}
-
-
-class UnknownAgent(ValueError):
-    """A name that is neither an agent id nor an alias; the message names the nearest."""
 
 
 def resolve(names: Iterable[str]) -> tuple[str, ...]:

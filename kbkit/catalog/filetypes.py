@@ -1,8 +1,8 @@
 """The file types kbkit reads, by extension: the names `[parsers] enabled` takes.
 
 Each maps to the media type of the text kbkit serves for it (a PDF is served as its extracted
-plain text, an office file, an HTML page or a notebook as the Markdown it is converted to).
-kbkit/kb/parsers.py gives each one its extractor.
+plain text, an office file, an HTML page or a notebook as the Markdown it is converted to), to
+the reader in kbkit/kb/formats/ that turns it into text, and to the libraries that reader needs.
 """
 
 from __future__ import annotations
@@ -24,6 +24,26 @@ FILE_TYPES: dict[str, str] = {
     "ipynb": "text/markdown",
 }
 """Every file type kbkit ships a parser for: extension (no dot, lower case) -> served media type."""
+
+READERS: dict[str, str] = {
+    "md": "markdown.parse_markdown",
+    "markdown": "markdown.parse_markdown",
+    "txt": "plain.parse_plain",
+    "rst": "rst.parse_rst",
+    "pdf": "pdf.parse_pdf",
+    "docx": "ooxml.parse_docx",
+    "pptx": "ooxml.parse_pptx",
+    "xlsx": "ooxml.parse_xlsx",
+    "odt": "odf.parse_odt",
+    "odp": "odf.parse_odp",
+    "ods": "odf.parse_ods",
+    "html": "html.parse_html",
+    "htm": "html.parse_html",
+    "ipynb": "notebook.parse_notebook",
+}
+"""File type -> its reader, "module.function" in kbkit/kb/formats/: the registry imports a
+reader's module only when a file of that type is met (python-docx, openpyxl and lxml are slow to
+import)."""
 
 LIBRARIES: dict[str, tuple[tuple[str, str], ...]] = {
     "pdf": (("pypdf", "pypdf"),),

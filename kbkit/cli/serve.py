@@ -50,6 +50,7 @@ def serve(
         lines = boot_lines(
             settings,
             transport="http" if plan else "stdio",
+            held=kb.peek(),
             tools=settings.server_tools,
             http=plan.describe() if plan else (),
             watching=watch,

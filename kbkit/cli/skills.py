@@ -63,7 +63,8 @@ def _print_report(report: SkillsReport, as_json: bool = False) -> None:
 
 
 def _run(call: Callable[[], SkillsReport], as_json: bool = False, *, changes: Settings | None = None) -> None:
-    """Run a skills operation and print its report; something refused or failed is bad input (exit 2).
+    """Run a skills operation and print its report; something refused or failed exits with the
+    code its error means (a changed source 2, git missing 3, a fetch that failed 4).
 
     `changes`: the operation changes the project's skill folders, so the managed .gitignore block
     (kbkit/sync/gitignore.py, above the skills kit) is rewritten for them."""
@@ -73,8 +74,8 @@ def _run(call: Callable[[], SkillsReport], as_json: bool = False, *, changes: Se
 
         refresh(changes)
     _print_report(report, as_json)
-    if report.refused or report.problems:
-        raise typer.Exit(code=ExitCode.BAD_INPUT)
+    if report.exit_code != ExitCode.OK:
+        raise typer.Exit(code=report.exit_code)
 
 
 class SkillRow(TypedDict):

@@ -32,9 +32,10 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from kbkit.catalog.agents import UnknownAgent, resolve
+from kbkit.catalog.agents import resolve
 from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, TOKEN_VAR, canonical
 from kbkit.catalog.filetypes import FILE_TYPES
+from kbkit.errors import UnknownAgent
 
 KB_TOOL_NAMES = ("search", "get_document")
 """The kb tools `[server] tools` may name (kbkit/server/tools.py implements exactly these)."""

@@ -20,9 +20,7 @@ import tomlkit
 from tomlkit.container import OutOfOrderTableProxy
 from tomlkit.items import InlineTable, Table
 
-
-class TomlEditError(Exception):
-    """The entry cannot be placed without changing something else; the message says where."""
+from kbkit.errors import TomlEditError
 
 
 def set_entry(text: str, path: Sequence[str], value: dict[str, Any]) -> str:

@@ -11,8 +11,9 @@ def check_auth(ctx: Context) -> list[Finding]:
     if ctx.settings is None:
         return []
     from kbkit.catalog.clients import PERSONAL_TOKEN_VAR, TOKEN_VAR
+    from kbkit.errors import TokensFileError
     from kbkit.server.auth.plan import tokens_path
-    from kbkit.server.auth.tokens import TokensFileError, now_utc, read_tokens
+    from kbkit.server.auth.tokens import now_utc, read_tokens
 
     settings = ctx.settings
     path = tokens_path(settings)

@@ -13,6 +13,7 @@ from kbkit.config import Settings
 from kbkit.diagnostics.base import kb_folder
 from kbkit.kb.fields import describe_cap
 from kbkit.kb.indexer import ScanReport
+from kbkit.kb.store import Peek
 
 if TYPE_CHECKING:
     from kbkit.server.memory import MemoryProxy
@@ -28,25 +29,37 @@ def describe_scan(report: ScanReport) -> str:
     return "; ".join(part for part in parts if part)
 
 
+def describe_held(peek: Peek) -> str:
+    """What the index holds as a server starts, before it is brought up to date."""
+    if peek.documents is not None:
+        return f"{peek.documents:,} document{'' if peek.documents == 1 else 's'} already indexed"
+    if peek.problem == "new":
+        return "none indexed yet (a new index)"
+    return f"documents not counted ({peek.problem})"
+
+
 def boot_lines(
     settings: Settings,
     *,
     transport: str,
+    held: Peek,
     tools: Iterable[str],
     http: Iterable[str] = (),
     watching: bool = False,
     memory: str = "memory: off (not configured: add a [memory] section with url to kbkit.toml)",
     search: str = "",
 ) -> list[str]:
-    """What `kbkit serve` says before it answers. The index is opened and brought up to date in
-    the background, which says what it found (a repair, then `indexing finished`)."""
+    """What `kbkit serve` says before it answers: `held`, what the index holds already (counted
+    without opening it). The index is opened and brought up to date in the background, which says
+    what it found (a repair, then `indexing finished`)."""
     lines = [
         f"kbkit {__version__} (Python {platform.python_version()}), transport: {transport}",
         f"root: {settings.root}, kb folder: {kb_folder(settings)}",
     ]
     lines += list(http)
     lines += [
-        "index: brought up to date in the background (a line says when it has finished)"
+        f"index: {describe_held(held)}; "
+        "brought up to date in the background (a line says when it has finished)"
         + ("; watching for changes" if watching else "; not watching (--no-watch or [kb] watch = false)"),
         f"parsers: {', '.join(settings.parsers)}",
         *([search] if search else []),

@@ -46,9 +46,9 @@ def check_state_dir(ctx: Context) -> list[Finding]:
 def check_index(ctx: Context) -> list[Finding]:
     if ctx.settings is None:
         return []
+    from kbkit.kb.formats.registry import Registry
     from kbkit.kb.ignore import IgnoreRules
     from kbkit.kb.indexer import count_stale
-    from kbkit.kb.parsers import Registry
     from kbkit.kb.store import Store
 
     settings = ctx.settings

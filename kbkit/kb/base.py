@@ -14,9 +14,9 @@ from kbkit.config import Settings
 from kbkit.errors import DocumentRefused, IndexUnavailable
 from kbkit.kb import documents, indexer, search
 from kbkit.kb.documents import Document, IndexedDocument
+from kbkit.kb.formats.registry import Registry
 from kbkit.kb.ignore import IgnoreRules
-from kbkit.kb.parsers import Registry
-from kbkit.kb.store import SqliteError, Store, index_error
+from kbkit.kb.store import Peek, SqliteError, Store, index_error
 
 if TYPE_CHECKING:
     from kbkit.kb.semantic import EmbedReport, Hybrid
@@ -60,6 +60,10 @@ class KnowledgeBase:
         if deferred:
             return cls(settings, Store(settings.index_path))
         return cls(settings, Store.open(settings.index_path, deep=deep))
+
+    def peek(self) -> Peek:
+        """How many documents the index holds before it is opened (a server's boot line), bounded."""
+        return self.store.peek()
 
     def prepare(self) -> None:
         """Open a deferred index: check it, create it or rebuild it (`store.repaired` says why)."""

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from kbkit.errors import DocumentRefused
 from kbkit.kb import reads
-from kbkit.kb.parsers import Registry
+from kbkit.kb.formats.registry import Registry
 from kbkit.kb.sections import Heading, Layout
 
 FILE_SIZE_CAP = 50 * 1024 * 1024
@@ -86,7 +86,7 @@ class Document:
     offset: int = 0
     next_offset: int | None = None
     outline: tuple[Heading, ...] = ()
-    """Where each section of the whole text starts (parsers.ParsedText.outline)."""
+    """Where each section of the whole text starts (formats.base.ParsedText.outline)."""
     section: str = ""
     """The heading path at `offset` ("" before the first heading)."""
     stop: reads.Stop | None = None

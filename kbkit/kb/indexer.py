@@ -21,8 +21,8 @@ from pathlib import Path
 from kbkit.errors import DocumentRefused
 from kbkit.kb import fields
 from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
+from kbkit.kb.formats.registry import Registry, extension_of
 from kbkit.kb.ignore import IgnoreRules
-from kbkit.kb.parsers import Registry, extension_of
 from kbkit.kb.store import SqliteError, Store, index_error
 
 BATCH_SIZE = 500

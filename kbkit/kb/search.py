@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypedDict
 from kbkit.errors import QueryError
 from kbkit.kb import passages
 from kbkit.kb.fields import COLUMNS, reference_counts, stem
-from kbkit.kb.parsers import Registry
+from kbkit.kb.formats.registry import Registry
 from kbkit.kb.sections import SEPARATOR
 from kbkit.kb.store import Deadline, SqliteError, Store, index_error
 from kbkit.kb.tokens import estimate_tokens

@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
@@ -31,7 +32,7 @@ from kbkit.kb.fields import (
     references,
     remove,
 )
-from kbkit.kb.parsers import outline_of
+from kbkit.kb.formats.registry import outline_of
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -93,6 +94,9 @@ FTS_TABLES = ("documents_fts", "passages_fts")
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
+PEEK_SECONDS = 0.25
+"""The most a server start spends counting the documents an index already holds (`Store.peek`)
+before it answers: counting is linear in the index (about 4 ms for 10,000 documents)."""
 
 _MENTIONS = """
 CREATE TABLE IF NOT EXISTS mentions (
@@ -206,6 +210,20 @@ PRAGMA user_version = {SCHEMA_VERSION};
 """
 
 
+@dataclass(frozen=True)
+class Peek:
+    """What an index file holds before it is opened (`Store.peek`)."""
+
+    documents: int | None
+    """How many documents it holds; None when they were not counted (`problem` says why)."""
+    problem: str | None = None
+    """Why not: "new" (no index yet), or a sentence (a damaged or foreign file, which opening it
+    rebuilds; a count over PEEK_SECONDS)."""
+
+
+_PEEK_COUNT = "SELECT count(*) FROM (SELECT 1 FROM documents LIMIT 1000000000)"
+
+
 class Store:
     """A handle on `.kbkit/index.db`; cheap to share, hands out per-thread connections."""
 
@@ -267,6 +285,34 @@ class Store:
         """How many documents the index holds (servable or not)."""
         with self.translated("cannot count the documents of"):
             return int(self.reader().execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def peek(self, seconds: float = PEEK_SECONDS) -> Peek:
+        """How many documents the file holds now, read before `prepare` opens it: nothing is
+        created, written or repaired (`mode=rw` never creates a file; a connection opened that way
+        removes the empty write-ahead log it leaves, where `mode=ro` cannot), and bounded: at most
+        `seconds` of SQLite's work and of waiting for another process's lock."""
+        if link := self._link_problem():
+            return Peek(None, link)
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return Peek(None, "new")
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True, timeout=seconds)
+        except SqliteError as exc:
+            return Peek(None, f"the index cannot be opened: {exc}")
+        try:
+            with Deadline(conn, seconds) as deadline:
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version != SCHEMA_VERSION and version not in MIGRATIONS:
+                    return Peek(None, f"the index has schema {version}, this kbkit uses {SCHEMA_VERSION}")
+                # Counted row by row (a LIMIT keeps SQLite from its one-step count, which no
+                # deadline can stop), so the deadline holds whatever the index's size.
+                return Peek(conn.execute(_PEEK_COUNT).fetchone()[0])
+        except SqliteError as exc:
+            if deadline.expired:
+                return Peek(None, f"counting took over {seconds} s")
+            return Peek(None, f"the index is unreadable: {exc}")
+        finally:
+            conn.close()
 
     def skipped(self) -> list[tuple[str, str]]:
         """(path, why) for every file the last scan left out, in path order."""

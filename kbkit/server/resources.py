@@ -20,7 +20,7 @@ from mcp.types import INVALID_PARAMS
 from kbkit.errors import KbkitError
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import IndexedDocument, check_path, truncation_notice
-from kbkit.kb.parsers import ALL_PARSERS
+from kbkit.kb.formats.registry import ALL_PARSERS
 from kbkit.kb.uris import DOC_TEMPLATE, TOPIC_TEMPLATE, doc_uri, parse_doc_uri, parse_topic_uri
 from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
 from kbkit.server.skills import URI_PREFIX as SKILL_URI_PREFIX

@@ -18,14 +18,15 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from kbkit.catalog.agents import CANONICAL_SKILL_DIR
-from kbkit.errors import KbkitError
+from kbkit.errors import KbkitError, SkillError
 from kbkit.kb.documents import cut_text, truncation_notice
-from kbkit.kb.parsers import TextFiles, decode_text
+from kbkit.kb.formats.base import decode_text
+from kbkit.kb.formats.registry import TextFiles
 from kbkit.skills import files
 from kbkit.skills.files import Tree
 from kbkit.skills.install import installed_problem
 from kbkit.skills.lock import read_lock
-from kbkit.skills.spec import SKILL_FILE, Skill, SkillError, parse_skill
+from kbkit.skills.spec import SKILL_FILE, Skill, parse_skill
 
 PREFIX = "skill."
 URI_PREFIX = "skill://"

@@ -24,11 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbkit.errors import DocumentRefused
+from kbkit.errors import DocumentRefused, SkillError
 from kbkit.kb.documents import FILE_SIZE_CAP
 from kbkit.kb.documents import _read_all as read_capped  # the kb guard's capped read
 from kbkit.skills.collation import sorted_paths
-from kbkit.skills.spec import SkillError
 
 SKIPPED_DIRS = frozenset({".git", "node_modules"})
 """Folders the shared hash never enters, at any depth; kbkit does not install them either."""

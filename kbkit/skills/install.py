@@ -18,12 +18,12 @@ from pathlib import Path
 
 from kbkit.catalog.agents import AGENTS, CANONICAL_SKILL_DIR
 from kbkit.config import STATE_DIR, Settings
-from kbkit.errors import KbkitError
+from kbkit.errors import ExitCode, HashMismatch, KbkitError, SkillError
 from kbkit.skills import files, refs
 from kbkit.skills.files import Tree
 from kbkit.skills.lock import Lock, LockEntry, read_lock
 from kbkit.skills.sources import Fetched, Found, Source, discover, fetch, parse_source, source_of
-from kbkit.skills.spec import SKILL_FILE, SkillError, parse_skill
+from kbkit.skills.spec import SKILL_FILE, parse_skill
 
 AGENT_FOLDER_SOURCES = ("skills",)
 """Top-level folders `npx skills` treats as an agent's skill folder (OpenClaw reads `skills/`):
@@ -32,17 +32,13 @@ SOURCE_DIR = "skill-sources"
 """Where `kbkit skills migrate` moves local skill sources out of those folders."""
 
 
-class HashMismatch(KbkitError):
-    """A skill's content is not what skills-lock.json pinned."""
-
-
 @dataclass
 class SkillsReport:
     installed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     changes: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
-    """Skills not installed because their source no longer matches the lock (exit 2)."""
+    """Skills not installed because their source no longer matches the lock (HashMismatch, exit 2)."""
     skipped: list[str] = field(default_factory=list)
     """Lock entries kbkit cannot restore (another tool's source type, a bad name), one line each."""
     unlocked: list[str] = field(default_factory=list)
@@ -52,9 +48,26 @@ class SkillsReport:
     """What a source offers (add --list)."""
     warnings: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    codes: list[ExitCode] = field(default_factory=list)
+    """The exit code of each error behind `refused` and `problems`: not part of the JSON."""
+
+    def failed(self, name: str, error: KbkitError) -> None:
+        """One skill refused or failed; the others go on."""
+        (self.refused if isinstance(error, HashMismatch) else self.problems).append(f"{name}: {error}")
+        self.codes.append(error.exit_code)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """OK, or the highest exit code among the errors met (a fetch that failed, 4, over a
+        source that changed, 2); problems without an error of their own are bad input."""
+        if not (self.refused or self.problems):
+            return ExitCode.OK
+        return max(self.codes, default=ExitCode.BAD_INPUT)
 
     def to_json(self) -> dict[str, object]:
-        return {"version": 1, **asdict(self)}
+        shown = asdict(self)
+        del shown["codes"]
+        return {"version": 1, **shown}
 
 
 @dataclass(frozen=True)
@@ -130,13 +143,12 @@ def install(
         follow = _followed(entry, asked_for) if update else None
         try:
             tree, commit, skill_path = _fetch_entry(entry, root, update=update, follow=follow)
-        except SkillError as exc:
-            report.problems.append(f"{name}: {exc}")
-            continue
-        digest = tree.hash()
-        moved = entry.commit is not None and commit is not None and commit != entry.commit
-        if (digest != entry.computed_hash or moved) and not update:
-            report.refused.append(_mismatch(name, entry, tree, root))
+            digest = tree.hash()
+            moved = entry.commit is not None and commit is not None and commit != entry.commit
+            if (digest != entry.computed_hash or moved) and not update:
+                raise _mismatch(name, tree, root)
+        except KbkitError as exc:  # a skill refused, a source unreachable, git missing: the rest go on
+            report.failed(name, exc)
             continue
         if digest != entry.computed_hash or moved:
             report.changes.append(_describe_change(entry, digest, commit, follow))
@@ -156,7 +168,7 @@ def install(
         try:
             report.backups += _place(scope, name, tree, digest, entry.computed_hash)
         except SkillError as exc:
-            report.problems.append(f"{name}: {exc}")
+            report.failed(name, exc)
             continue
         report.installed.append(name)
     if update:
@@ -526,17 +538,17 @@ def _source_at_risk(name: str, entry: LockEntry) -> list[str]:
     return []
 
 
-def _mismatch(name: str, entry: LockEntry, tree: Tree, root: Path) -> str:
+def _mismatch(name: str, tree: Tree, root: Path) -> HashMismatch:
     differ = []
     try:
         installed = files.read_tree(Path(root, CANONICAL_SKILL_DIR, name), root=root)
         differ = _differing(installed, tree)
     except SkillError:
         pass
-    return (
-        f"{name}: the source does not match skills-lock.json"
-        + (f" (files that differ: {', '.join(differ)})" if differ else "")
-        + f"; review it, then run `kbkit skills update {name}` to accept it"
+    return HashMismatch(
+        "the source does not match skills-lock.json"
+        + (f" (files that differ: {', '.join(differ)})" if differ else ""),
+        fix=f"review it, then run `kbkit skills update {name}` to accept it",
     )
 
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from kbkit.config import CONFIG_FILE, LOCAL_CONFIG_FILE
-from kbkit.config.tomledit import TomlEditError, delete_entry, set_entry
+from kbkit.config.tomledit import delete_entry, set_entry
+from kbkit.errors import SkillError, TomlEditError
 from kbkit.fsutil import atomic_write_text, read_text_file
-from kbkit.skills.spec import SkillError
 
 _PATH = ("skills", "refs")
 _BOM = "\ufeff"

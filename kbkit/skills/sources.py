@@ -20,10 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbkit.errors import EnvironmentProblem, FetchFailed, KbkitError, SkillError, ToolMissing
 from kbkit.skills import files
 from kbkit.skills.files import Tree
 from kbkit.skills.lock import LockEntry
-from kbkit.skills.spec import SKILL_FILE, Skill, SkillError, parse_skill
+from kbkit.skills.spec import SKILL_FILE, Skill, parse_skill
 
 GIT_TIMEOUT = 300
 DISCOVERY_DEPTH = 5
@@ -146,9 +147,13 @@ def fetch(source: Source, root: Path) -> Iterator[Fetched]:
                 "--no-tags",
                 _fetch_url(source, root),
                 want,
+                failure=FetchFailed,
             )
-        except SkillError as exc:
-            raise SkillError(f"{source.shown}: cannot fetch {want} ({exc})") from None
+        except FetchFailed as exc:
+            raise FetchFailed(
+                f"{source.shown}: cannot fetch {want} ({exc})",
+                fix="check the source, its ref and the network, then rerun",
+            ) from None
         commit = git("-C", str(checkout), "rev-parse", "--verify", "FETCH_HEAD^{commit}").strip()
         git("-C", str(checkout), "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit)
         yield Fetched(checkout, commit)
@@ -199,7 +204,9 @@ def skill_folders(folder: Path, depth: int = 0) -> Iterator[Path]:
             yield from skill_folders(Path(child.path), depth + 1)
 
 
-def git(*args: str) -> str:
+def git(*args: str, failure: type[KbkitError] = EnvironmentProblem) -> str:
+    """git's output; a failure of the command raises `failure` (a fetch's is the remote's,
+    FetchFailed; anything else is the machine's), a missing git ToolMissing."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_LFS_SKIP_SMUDGE": "1"}
     try:
         result = subprocess.run(
@@ -211,13 +218,22 @@ def git(*args: str) -> str:
             stdin=subprocess.DEVNULL,
         )
     except FileNotFoundError:
-        raise SkillError("git is not installed; git and GitHub sources need it") from None
+        raise ToolMissing(
+            "git is not installed; git and GitHub skill sources need it",
+            fix="install git (or add a local folder as the source)",
+        ) from None
     except subprocess.TimeoutExpired:
-        raise SkillError(f"git {args[0]} took longer than {GIT_TIMEOUT} s") from None
+        raise failure(f"git {_verb(args)} took longer than {GIT_TIMEOUT} s") from None
     if result.returncode != 0:
         lines = (result.stderr.strip() or result.stdout.strip()).splitlines()
-        raise SkillError(lines[-1] if lines else f"git {args[0]} failed")
+        raise failure(lines[-1] if lines else f"git {_verb(args)} failed")
     return result.stdout
+
+
+def _verb(args: tuple[str, ...]) -> str:
+    """The git command a message names: `fetch` in `git -C repo fetch ...`."""
+    rest = args[2:] if args[:1] == ("-C",) else args
+    return rest[0] if rest else "git"
 
 
 def _github(owner: str, repo: str, subpath: str | None, ref: str | None) -> Source:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     import yaml
 
-from kbkit.errors import KbkitError
+from kbkit.errors import SkillError
 
 SKILL_FILE = "SKILL.md"
 MAX_NAME = 64
@@ -32,10 +32,6 @@ CLIENT_EXTENSION_KEYS = frozenset(
     {"disable-model-invocation", "user-invocable", "argument-hint", "model", "version", "when_to_use"}
 )
 """Keys that known clients (Claude Code and others) add; accepted without a warning unless strict."""
-
-
-class SkillError(KbkitError):
-    """A skill that cannot be used: no SKILL.md, broken frontmatter, a name or description off spec."""
 
 
 @dataclass

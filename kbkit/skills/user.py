@@ -16,12 +16,12 @@ from typing import TypedDict
 
 from kbkit.catalog.agents import AGENTS, CANONICAL_SKILL_DIR
 from kbkit.config import Settings, find_root, load_settings
-from kbkit.errors import ConfigError
+from kbkit.errors import ConfigError, SkillError
 from kbkit.skills import files
 from kbkit.skills.install import SkillsReport, _place, check, choose, scope_of
 from kbkit.skills.lock import read_lock
 from kbkit.skills.sources import Fetched, Found, Source, _fetch_url, fetch, git, parse_source
-from kbkit.skills.spec import SKILL_FILE, SkillError
+from kbkit.skills.spec import SKILL_FILE
 from kbkit.skills.userlock import UserEntry, home_of, read_user_lock
 
 

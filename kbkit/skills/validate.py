@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kbkit.errors import SkillError
 from kbkit.skills import files
 from kbkit.skills.sources import skill_folders
-from kbkit.skills.spec import SKILL_FILE, SkillError, problems_of, split_frontmatter
+from kbkit.skills.spec import SKILL_FILE, problems_of, split_frontmatter
 
 
 @dataclass

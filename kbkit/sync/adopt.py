@@ -12,16 +12,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from kbkit.errors import SyncRefused
+from kbkit.errors import AdoptionNeeded, SyncRefused
 from kbkit.sync.gitignore import not_ignored
-
-
-class AdoptionNeeded(SyncRefused):
-    """Client files git tracks; the message is the plan `--adopt` carries out."""
-
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
-        super().__init__(adoption_plan(paths), fix="rerun with kbkit sync --adopt to do it")
 
 
 def adoption_plan(paths: list[str]) -> str:
@@ -52,7 +44,7 @@ def take_out_of_git(
             ".git/info/exclude) un-ignores it; outputs stay out of git: drop the rule, then rerun kbkit sync"
         )
     if not (adopt or (confirm is not None and confirm(adoption_plan(exposed)))):
-        raise AdoptionNeeded(exposed)
+        raise AdoptionNeeded(adoption_plan(exposed), exposed)
     result = subprocess.run(
         ["git", "-C", str(root), "rm", "--cached", "--quiet", "--", *exposed],
         capture_output=True,

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JsoncError", "delete_member", "get_member", "loads", "set_member"]
+from kbkit.errors import JsoncError
+
+__all__ = ["delete_member", "get_member", "loads", "set_member"]
 
 _WS = " \t\r\n"
 # Strings (complete, or a lone quote when unterminated), line comments, block comments (or an
@@ -26,16 +28,6 @@ _TOKENS = re.compile(r'"(?:[^"\\\r\n]|\\[^\r\n])*"|//[^\r\n]*|/\*.*?\*/|/\*|"', 
 _STRING_OR_TRAILING_COMMA = re.compile(r'"(?:[^"\\]|\\.)*"|,(?=[ \t\r\n]*[}\]])', re.DOTALL)
 _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _NOT_NEWLINE = re.compile(r"[^\r\n]")
-
-
-class JsoncError(ValueError):
-    """A text kbkit cannot read or edit; `line` and `column` (1-based) point into the original text."""
-
-    def __init__(self, message: str, line: int, column: int) -> None:
-        super().__init__(f"line {line}, column {column}: {message}")
-        self.message = message
-        self.line = line
-        self.column = column
 
 
 @dataclass(frozen=True)

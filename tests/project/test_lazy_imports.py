@@ -48,6 +48,9 @@ SERVER_SIDE = (
     "defusedxml",
     "kbkit.kb.formats.ooxml",
     "kbkit.kb.formats.odf",
+    "kbkit.kb.formats.pdf",
+    "kbkit.kb.formats.html",
+    "kbkit.kb.formats.notebook",
     "yaml",
     "pathspec",
     "pyuca",
@@ -159,6 +162,11 @@ def test_sync_still_refuses_an_unreadable_skills_lock_in_one_line_and_writes_not
 
 OFFICE = ("docx", "pptx", "openpyxl", "lxml", "defusedxml", "kbkit.kb.formats.ooxml", "kbkit.kb.formats.odf")
 """The office formats' converters and libraries (docs/adr/0033): loaded only when such a file is met."""
+OTHER_READERS = tuple(
+    f"kbkit.kb.formats.{name}"
+    for name in ("pdf", "html", "notebook", "rst", "plain", "archive", "markdown_writer")
+)
+"""The readers a project of Markdown files never meets (the registry loads a reader with its first file)."""
 
 
 def test_indexing_and_searching_markdown_load_no_office_library(tmp_path: Path) -> None:
@@ -166,5 +174,5 @@ def test_indexing_and_searching_markdown_load_no_office_library(tmp_path: Path) 
     for args in (["index", "--root", str(root)], ["search", "--root", str(root), "how we work"]):
         result, modules = run_logged(*args, cwd=root, home=tmp_path)
         assert result.returncode == 0, result.stderr
-        assert "kbkit.kb.parsers" in modules
-        assert loaded(modules, OFFICE) == []
+        assert "kbkit.kb.formats.registry" in modules
+        assert loaded(modules, OFFICE + OTHER_READERS) == []

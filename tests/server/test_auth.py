@@ -23,12 +23,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from kbkit.errors import InputError
+from kbkit.errors import InputError, TokensFileError
 from kbkit.server.auth import tokens
 from kbkit.server.auth.audit import Audit, Entry
 from kbkit.server.auth.gate import AuthGate, GatePolicy
 from kbkit.server.auth.oauth import REFETCH_SECONDS, JwtVerifier, OAuthPolicy
-from kbkit.server.auth.tokens import TokensFileError, TokenStore, create, read_tokens, revoke
+from kbkit.server.auth.tokens import TokenStore, create, read_tokens, revoke
 
 ISSUER = "https://id.example.test"
 AUDIENCE = "https://kb.example.test/mcp"

@@ -198,7 +198,7 @@ def test_pathological_markdown_is_indexed_in_bounded_time(tmp_path: Path, body: 
     """One small hostile Markdown file must not stall the indexer (and so the server's boot)."""
     import threading
 
-    from kbkit.kb.parsers import parse_markdown
+    from kbkit.kb.formats.markdown import parse_markdown
 
     # the parser alone, in this process (milliseconds when linear), so the bound excludes start-up
     parser = threading.Thread(target=parse_markdown, args=(body.encode(),), daemon=True)

@@ -160,10 +160,49 @@ async def test_boot_lines_go_to_stderr_and_name_what_was_indexed(project: Path, 
     text = "\n".join(lines)
     assert "transport: stdio" in text
     assert f"root: {project.resolve()}" in text
-    assert "index: brought up to date in the background" in text
+    index_line = next(line for line in lines if line.startswith("[kbkit] index: "))
+    assert index_line.startswith(
+        "[kbkit] index: none indexed yet (a new index); brought up to date in the background"
+    )
     assert "parsers: md, markdown, txt, rst, pdf, docx, pptx, xlsx, odt, odp, ods, html, htm, ipynb" in text
     assert "memory: off" in text
     finished = next(line for line in lines if "indexing finished:" in line)
     assert finished.startswith("[kbkit] indexing finished: 4 documents in ")
     assert "(4 added, 0 changed, 0 removed); 1 skipped (1 undecodable" in finished
     assert lines.index(finished) > next(i for i, line in enumerate(lines) if "memory: off" in line)
+
+
+async def test_boot_lines_count_the_documents_already_indexed_before_opening_the_index(
+    project: Path, tmp_path: Path
+) -> None:
+    from kbkit.config import load_settings
+    from kbkit.kb.base import KnowledgeBase
+
+    settings = load_settings(project)
+    kb = KnowledgeBase.open(settings)
+    try:
+        kb.scan()
+    finally:
+        kb.close()
+    (project / "docs" / "later.md").write_text("# Later\n\nWritten after the last index run.\n")
+    log = tmp_path / "stderr.log"
+    async with serve_stdio(project, stderr_path=log) as client:
+        await client.call_tool("search", {"query": "later"})  # waits for the start-up scan
+    lines = log.read_text().splitlines()
+    index_line = next(line for line in lines if line.startswith("[kbkit] index: "))
+    assert index_line.startswith(
+        "[kbkit] index: 4 documents already indexed; brought up to date in the background"
+    )
+    assert any(line.startswith("[kbkit] indexing finished: 5 documents in ") for line in lines), lines
+
+    settings.index_path.write_bytes(b"not an index " * 1000)  # damaged: opening it rebuilds it
+    async with serve_stdio(project, stderr_path=log) as client:
+        await client.call_tool("search", {"query": "later"})
+    lines = log.read_text().splitlines()
+    index_line = next(line for line in lines if line.startswith("[kbkit] index: "))
+    assert index_line.startswith(
+        "[kbkit] index: documents not counted (the index is unreadable: file is not a database); "
+        "brought up to date in the background"
+    )
+    assert any(line.startswith("[kbkit] index repaired: ") for line in lines), lines
+    assert lines.index(index_line) < next(i for i, line in enumerate(lines) if "index repaired" in line)

@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from kbkit.config import load_settings
-from kbkit.errors import SyncRefused
+from kbkit.errors import SkillError, SyncRefused
 from kbkit.skills.files import folder_hash
 from kbkit.skills.install import add, install
 from kbkit.skills.lock import read_lock
-from kbkit.skills.spec import SkillError
 from kbkit.sync.gitignore import escape_line, render_block
 from tests.helpers.skills import commit_all, git, new_project, write_skill
 from tests.peers.launch import forked_kbkit

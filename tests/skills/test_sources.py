@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from kbkit.config import load_settings
+from kbkit.errors import SkillError
 from kbkit.skills.files import folder_hash
 from kbkit.skills.install import add, check, install, update
 from kbkit.skills.lock import read_lock
 from kbkit.skills.sources import parse_source
-from kbkit.skills.spec import SkillError
 from tests.helpers.skills import FakeGitHub, commit_all, git, new_project
 from tests.peers.launch import forked_kbkit
 
@@ -157,7 +157,7 @@ def test_a_source_that_cannot_be_fetched_says_so_in_one_line(tmp_path: Path, git
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.returncode == 4 and "Traceback" not in result.stderr  # the remote's problem, not the input's
     assert result.stderr.startswith("kbkit: error: acme/skills@no-such-tag: cannot fetch no-such-tag")
     assert len(result.stderr.strip().splitlines()) == 1
 

@@ -11,8 +11,8 @@ import pytest
 import skills_ref  # a pinned test dependency: missing, the suite fails to collect instead of skipping
 
 from kbkit.config import load_settings
+from kbkit.errors import SkillError
 from kbkit.skills.install import add
-from kbkit.skills.spec import SkillError
 from kbkit.skills.validate import validate_folder
 from tests.helpers.skills import new_project
 from tests.peers.launch import forked_kbkit

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbkit.sync.jsonc import JsoncError, delete_member, get_member, loads, set_member
+from kbkit.errors import JsoncError
+from kbkit.sync.jsonc import delete_member, get_member, loads, set_member
 
 KB = {"command": "kbkit", "args": ["serve", "--root", "."]}
 

@@ -1,7 +1,7 @@
 """Zip containers (OOXML and OpenDocument) opened only after their sizes are checked.
 
 An office file is a zip of XML parts. Before any library parses it, the archive's directory is
-checked against the budgets below, from the declared sizes alone: a zip bomb is refused without
+checked against the budget (budget.py), from the declared sizes alone: a zip bomb is refused without
 inflating a byte. Python's zipfile stops inflating a member at its declared size (and fails its
 CRC check when the data goes on), so a header that lies cannot make a later read larger than
 what was checked; `read_member` bounds kbkit's own reads again. XML members are parsed without
@@ -17,26 +17,11 @@ import zlib
 from typing import IO, TYPE_CHECKING
 
 from kbkit.errors import DocumentRefused
+from kbkit.kb.formats.budget import Budget
 
 if TYPE_CHECKING:
     from lxml import etree
 
-MAX_MEMBERS = 10_000
-"""Entries in the archive's directory, read from its end record before zipfile lists them (a
-50 MiB zip of empty entries is 600,000 of them: about 300 MB of zipfile's bookkeeping)."""
-MEMBER_MAX_BYTES = 32 * 1024 * 1024
-"""The declared uncompressed size of any one member (an XML part is parsed whole by the libraries)."""
-TOTAL_MAX_BYTES = 160 * 1024 * 1024
-"""The declared uncompressed size of all members together."""
-PARSED_MAX_BYTES = 32 * 1024 * 1024
-"""The declared size of the XML members a library parses whole (python-docx and python-pptx parse
-every XML part on opening; trees and their text take 9 to 10 times their XML): 37 MiB of slides
-peaked at 369 MB, so about 320 MB at most."""
-MAX_RATIO = 500
-"""Uncompressed over compressed size, for members over RATIO_FLOOR_BYTES: ordinary XML stays
-under 50, a sheet of one repeated value reaches 400; deflate's ceiling, a bomb's, is about 1,000."""
-RATIO_FLOOR_BYTES = 1024 * 1024
-"""Members smaller than this are not held to MAX_RATIO (an empty sheet's XML compresses 300-fold)."""
 DTD_SCAN_BYTES = 64 * 1024
 """How much of each XML member's start is searched for a DOCTYPE (office XML never has one)."""
 
@@ -57,10 +42,10 @@ ZIP_ERRORS = (
 """What zipfile raises on a damaged or unusual archive."""
 
 
-def open_archive(data: bytes, kind: str, streamed: tuple[str, ...] = ()) -> zipfile.ZipFile:
+def open_archive(data: bytes, kind: str, budget: Budget, streamed: tuple[str, ...] = ()) -> zipfile.ZipFile:
     """The file as a zip whose declared sizes are within budget, or DocumentRefused saying why.
     `kind` names the format in messages ("Word document"); XML members under the `streamed`
-    prefixes are read row by row, so they do not count against PARSED_MAX_BYTES."""
+    prefixes are read row by row, so they do not count against `budget.zip_parsed_bytes`."""
     if data.startswith(OLE_MAGIC):
         raise DocumentRefused(
             "encrypted",
@@ -69,20 +54,20 @@ def open_archive(data: bytes, kind: str, streamed: tuple[str, ...] = ()) -> zipf
         )
     if not data.startswith(b"PK\x03\x04"):
         raise DocumentRefused("unparsable", f"the {kind} is not a zip archive (damaged or mis-named)")
-    _check_end_record(data, kind)
+    _check_end_record(data, kind, budget)
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except ZIP_ERRORS as exc:
         raise DocumentRefused("unparsable", f"the {kind} is a damaged zip ({exc})") from None
     try:
-        check_members(archive, kind, streamed)
+        check_members(archive, kind, budget, streamed)
     except DocumentRefused:
         archive.close()
         raise
     return archive
 
 
-def _check_end_record(data: bytes, kind: str) -> None:
+def _check_end_record(data: bytes, kind: str, budget: Budget) -> None:
     """The member count and directory size from the zip's end record, before zipfile reads the
     directory; zip64 archives (needed only past 4 GiB or 65,535 members) are refused."""
     at = data.rfind(_END_RECORD, max(0, len(data) - 65_535 - _END_STRUCT.size))
@@ -92,13 +77,14 @@ def _check_end_record(data: bytes, kind: str) -> None:
     entries, directory_size = fields[4], fields[5]
     if at >= 20 and data[at - 20 : at - 16] == _ZIP64_LOCATOR:
         raise DocumentRefused("unparsable", f"the {kind} is a zip64 archive; kbkit reads plain zips only")
-    if entries > MAX_MEMBERS or directory_size > MAX_MEMBERS * 1024:
-        raise _too_many(kind, entries)
+    if entries > budget.zip_members or directory_size > budget.zip_members * 1024:
+        raise _too_many(kind, entries, budget)
 
 
-def _too_many(kind: str, members: int) -> DocumentRefused:
+def _too_many(kind: str, members: int, budget: Budget) -> DocumentRefused:
     return DocumentRefused(
-        "over-budget", f"the {kind}'s zip lists {members:,} members, over the {MAX_MEMBERS:,}-member budget"
+        "over-budget",
+        f"the {kind}'s zip lists {members:,} members, over the {budget.zip_members:,}-member budget",
     )
 
 
@@ -106,47 +92,48 @@ def is_xml(name: str) -> bool:
     return name.endswith((".xml", ".rels"))
 
 
-def check_members(archive: zipfile.ZipFile, kind: str, streamed: tuple[str, ...] = ()) -> None:
-    """Every member's declared size and compression ratio, and their totals, against the budgets."""
+def check_members(
+    archive: zipfile.ZipFile, kind: str, budget: Budget, streamed: tuple[str, ...] = ()
+) -> None:
+    """Every member's declared size and compression ratio, and their totals, against the budget."""
     members = archive.infolist()
-    if len(members) > MAX_MEMBERS:
-        raise _too_many(kind, len(members))
+    if len(members) > budget.zip_members:
+        raise _too_many(kind, len(members), budget)
     total = parsed = 0
     for info in members:
         if info.flag_bits & 0x1:
             raise DocumentRefused(
                 "encrypted", f"the {kind} has encrypted parts ({info.filename}); save it unencrypted"
             )
-        if info.file_size > MEMBER_MAX_BYTES:
+        if info.file_size > budget.zip_member_bytes:
             raise DocumentRefused(
                 "over-budget",
                 f"the {kind}'s part {info.filename} unpacks to {info.file_size:,} bytes, over the "
-                f"{MEMBER_MAX_BYTES >> 20} MiB budget per part",
+                f"{budget.zip_member_bytes >> 20} MiB budget per part",
             )
         ratio = info.file_size // max(info.compress_size, 1)
-        if info.file_size > RATIO_FLOOR_BYTES and ratio > MAX_RATIO:
+        if info.file_size > budget.zip_ratio_floor_bytes and ratio > budget.zip_ratio:
             raise DocumentRefused(
                 "over-budget",
                 f"the {kind}'s part {info.filename} unpacks {ratio:,}-fold, "
-                f"over the {MAX_RATIO}-fold budget (a zip bomb)",
+                f"over the {budget.zip_ratio}-fold budget (a zip bomb)",
             )
         total += info.file_size
-        if total > TOTAL_MAX_BYTES:
-            raise DocumentRefused(
-                "over-budget", f"the {kind} unpacks to over {TOTAL_MAX_BYTES >> 20} MiB, over its budget"
-            )
+        if total > budget.zip_total_bytes:
+            mib = budget.zip_total_bytes >> 20
+            raise DocumentRefused("over-budget", f"the {kind} unpacks to over {mib} MiB, over its budget")
         if is_xml(info.filename) and not (streamed and info.filename.startswith(streamed)):
             parsed += info.file_size
-            if parsed > PARSED_MAX_BYTES:
+            if parsed > budget.zip_parsed_bytes:
+                mib = budget.zip_parsed_bytes >> 20
                 raise DocumentRefused(
-                    "over-budget",
-                    f"the {kind}'s XML parts unpack to over {PARSED_MAX_BYTES >> 20} MiB, over its budget",
+                    "over-budget", f"the {kind}'s XML parts unpack to over {mib} MiB, over its budget"
                 )
 
 
-def read_member(archive: zipfile.ZipFile, name: str, kind: str, cap: int = MEMBER_MAX_BYTES) -> bytes | None:
-    """A member's bytes, read in chunks and refused past `cap` whatever its header says; None
-    when the archive has no such member."""
+def read_member(archive: zipfile.ZipFile, name: str, kind: str, cap: int) -> bytes | None:
+    """A member's bytes, read in chunks and refused past `cap` (the budget's bytes per member, or
+    less) whatever its header says; None when the archive has no such member."""
     try:
         info = archive.getinfo(name)
     except KeyError:
@@ -168,7 +155,7 @@ def read_member(archive: zipfile.ZipFile, name: str, kind: str, cap: int = MEMBE
     return b"".join(chunks)
 
 
-def text_parts_only(archive: zipfile.ZipFile, kind: str) -> bytes:
+def text_parts_only(archive: zipfile.ZipFile, kind: str, budget: Budget) -> bytes:
     """A copy of the archive with its XML parts as they are and every other part (images, media,
     embedded files) empty and never inflated: python-docx and python-pptx load every part into
     memory on opening, and kbkit reads none of those. Stored, not compressed: it is read at once."""
@@ -179,17 +166,19 @@ def text_parts_only(archive: zipfile.ZipFile, kind: str) -> bytes:
                 continue
             with copy.open(info.filename, "w") as target:
                 if is_xml(info.filename):
-                    _copy_member(archive, info, target, kind)
+                    _copy_member(archive, info, target, kind, budget.zip_member_bytes)
     return out.getvalue()
 
 
-def _copy_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: IO[bytes], kind: str) -> None:
+def _copy_member(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: IO[bytes], kind: str, cap: int
+) -> None:
     size = 0
     try:
         with archive.open(info) as member:
             while chunk := member.read(1024 * 1024):
                 size += len(chunk)
-                if size > MEMBER_MAX_BYTES:
+                if size > cap:
                     raise DocumentRefused(
                         "over-budget", f"the {kind}'s part {info.filename} unpacks to over its budget"
                     )

@@ -9,42 +9,24 @@ from __future__ import annotations
 
 import codecs
 import re
-import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from kbkit.errors import DocumentRefused
-from kbkit.kb.formats.fences import fenced
-from kbkit.kb.parsers import PDF_MAX_TEXT_CHARS, ParsedText, decode_text
+from kbkit.kb.formats.base import ParsedText, decode_text
+from kbkit.kb.formats.budget import BUDGET, Budget, Meter
+from kbkit.kb.formats.markdown_writer import fenced
 from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
 if TYPE_CHECKING:
     from lxml.html import HtmlElement
 
-HTML_MAX_NODES = 500_000
-"""Start tags and their attributes a page may hold, counted on the raw bytes before parsing:
-libxml2 keeps about 280 bytes for each (an element and its text, or an attribute and its value),
-so this bounds the tree near 150 MB."""
-HTML_MAX_ATTRIBUTES = 256
-"""Attributes one tag may have: libxml2's HTML parser checks each against all before it, so one
-tag of 100,000 attributes (a 700 KB file) took 50 s."""
-HTML_MAX_TEXT_CHARS = PDF_MAX_TEXT_CHARS
-"""Markdown beyond this: the page is skipped, the conversion stops there (as for a PDF's text)."""
-TABLE_MAX_COLUMNS = 30
-"""Cells past this many in a row are joined into the last column."""
-CELL_MAX_CHARS = 500
-"""A table cell's text is cut here (a cell is one line of a Markdown table)."""
-HEADING_CHARS = 2_000
-"""A heading's text is read this far (its title is cut at sections.TITLE_CHARS anyway)."""
 FOLD_CHUNK = 64 * 1024
 """White space is folded this many characters at a time: `re.sub` keeps every match of a call
 until it returns, so one 48 MB text node folded whole took 650 MB."""
-HTML_CPU_SECONDS = 15.0
-"""CPU time (this thread's) the walk may take, checked every 4,096 elements: a backstop behind the
-counts above, so that with parsing any one page stays within 20 s."""
-MAX_NESTING = 8
-"""Lists, list items and quotes open at once beyond this are written flat: each one re-indents or
-re-prefixes all the text inside it when it closes, so this bounds that work to 8 copies."""
+CHECK_EVERY = 4096
+"""The walk checks the CPU budget every this many elements: a backstop behind the node counts,
+so that with parsing any one page stays within the budget."""
 
 DROPPED = frozenset(
     ("script", "style", "noscript", "template", "nav", "aside", "form", "head", "iframe", "object")
@@ -75,17 +57,18 @@ _QUOTED_VALUE = re.compile(rb"""=\s*"[^"]*"|=\s*'[^']*'""")
 _LANGUAGE = re.compile(r"(?:language|lang)-([A-Za-z0-9_+#.-]{1,40})")
 
 
-def parse_html(data: bytes) -> ParsedText:
+def parse_html(data: bytes, budget: Budget = BUDGET) -> ParsedText:
     """The page as Markdown, its outline from its h1-h6, its title from <title> or the first h1."""
     utf8 = _utf8(data)
-    _check_nodes(data)
+    meter = budget.meter("page")
+    _check_nodes(data, meter)
     root = _parse(utf8)
     del utf8
     if root is None:
         return ParsedText(title=None, body="")
-    title = _clean((root.findtext("head/title") or "")[:HEADING_CHARS])
+    title = _clean((root.findtext("head/title") or "")[: budget.heading_chars])
     _drop_boilerplate(root)
-    writer = _Writer()
+    writer = _Writer(meter)
     writer.walk(_content_root(root))
     body, found = writer.finish()
     if title is None:
@@ -98,34 +81,29 @@ def parse_html(data: bytes) -> ParsedText:
     )
 
 
-def _check_nodes(data: bytes) -> None:
+def _check_nodes(data: bytes, meter: Meter) -> None:
     """Refuse a page over the node budgets before libxml2 sees it. Counted generously: every `<`
     not followed by `/` is a tag, every space-separated word in a tag (outside quoted values)
     an attribute."""
+    most_nodes, most_attributes = meter.budget.html_nodes, meter.budget.html_attributes
     tags = data.count(b"<") - data.count(b"</")
-    if tags > HTML_MAX_NODES:
-        raise DocumentRefused(
-            "over-budget", f"the page has {tags:,} tags, over the {HTML_MAX_NODES:,}-node budget; split it"
-        )
+    if tags > most_nodes:
+        meter.refuse(f"the page has {tags:,} tags, over the {most_nodes:,}-node budget; split it")
     nodes = tags
     for match in _TAG_WITH_SPACE.finditer(data):
         attributes = len(_QUOTED_VALUE.sub(b"=", match.group()).split()) - 1
-        if attributes > HTML_MAX_ATTRIBUTES:
-            raise DocumentRefused(
-                "over-budget",
-                f"a tag in the page has {attributes:,} attributes, over the {HTML_MAX_ATTRIBUTES} allowed",
+        if attributes > most_attributes:
+            meter.refuse(
+                f"a tag in the page has {attributes:,} attributes, over the {most_attributes} allowed"
             )
         nodes += attributes
-        if nodes > HTML_MAX_NODES:
-            raise DocumentRefused(
-                "over-budget",
-                f"the page has over {HTML_MAX_NODES:,} tags and attributes (the node budget); split it",
-            )
+        if nodes > most_nodes:
+            meter.refuse(f"the page has over {most_nodes:,} tags and attributes (the node budget); split it")
 
 
 def _utf8(data: bytes) -> bytes:
     """The page in UTF-8. A BOM wins, then a <meta charset> in the first 1,024 bytes, else UTF-8;
-    binary is refused as for any text file (parsers.decode_text). UTF-8 is passed on as it came."""
+    binary is refused as for any text file (base.decode_text). UTF-8 is passed on as it came."""
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return decode_text(data).encode("utf-8")
     match = None if data.startswith(codecs.BOM_UTF8) else _CHARSET.search(data[:1024])
@@ -253,16 +231,16 @@ class _Frame:
 
 
 class _Writer:
-    """Walks the tree once (lxml's iterwalk, no recursion) and writes Markdown."""
+    """Walks the tree once (lxml's iterwalk, no recursion) and writes Markdown within the meter's
+    budget: the text read is counted as it comes (the meter), the Markdown written as it grows."""
 
-    def __init__(self) -> None:
+    def __init__(self, meter: Meter) -> None:
+        self.meter = meter
+        self.budget = meter.budget
         self.out: list[str] = []
         self.size = 0
         self.found: list[Heading] = []
         self.inline: list[str] = []
-        self.taken = 0
-        """Characters of text read so far (white space folded), wherever they went: counted
-        against the text budget as they come, before any block, cell or list holds them."""
         self.frames: list[_Frame] = []
         self.cell: list[str] | None = None
         """The texts of the table cell being read, if any: everything in it is one line."""
@@ -290,8 +268,7 @@ class _Writer:
             self.found.append(Heading(self.size, heading[0], heading[1]))
         self.out.append(text)
         self.size += len(text)
-        if self.size > HTML_MAX_TEXT_CHARS:
-            self.over_budget()
+        self.meter.within_text(self.size)
 
     def flush(self) -> None:
         """The inline text gathered so far, as one paragraph."""
@@ -319,13 +296,9 @@ class _Writer:
             self.inline.append(collapsed)
 
     def take(self, chars: int) -> None:
-        self.taken += chars
-        if self.taken > HTML_MAX_TEXT_CHARS:
-            self.over_budget()
-
-    def over_budget(self) -> NoReturn:
-        mib = HTML_MAX_TEXT_CHARS // (1024 * 1024)
-        raise DocumentRefused("over-budget", f"the page's text is over {mib} MiB; split it")
+        """Characters of text read (white space folded), wherever they go: counted against the
+        text budget as they come, before any block, cell or list holds them."""
+        self.meter.take(chars)
 
     def finish(self) -> tuple[str, list[Heading]]:
         self.flush()
@@ -337,12 +310,9 @@ class _Writer:
         import lxml.etree
 
         walker = lxml.etree.iterwalk(root, events=("start", "end"))
-        started = time.thread_time()
         for count, (event, element) in enumerate(walker):
-            if count % 4096 == 0 and time.thread_time() - started > HTML_CPU_SECONDS:
-                raise DocumentRefused(
-                    "over-budget", f"converting the page took over {HTML_CPU_SECONDS:.0f} s; stopped"
-                )
+            if count % CHECK_EVERY == 0:
+                self.meter.check()
             tag = element.tag if isinstance(element.tag, str) else ""
             if event == "start":
                 if self.start(tag, element):
@@ -363,7 +333,8 @@ class _Writer:
             if tag == "pre":
                 self.block(fenced(content.strip("\n"), _language(element)))
                 return True
-            title = clean_title(content[:HEADING_CHARS]).rstrip(PERMALINKS).lstrip(LEADING_PERMALINKS)
+            title = clean_title(content[: self.budget.heading_chars])
+            title = title.rstrip(PERMALINKS).lstrip(LEADING_PERMALINKS)
             if not self.frames and self.cell is None and title:
                 self.block(f"{'#' * HEADINGS[tag]} {title}", (HEADINGS[tag], title))
             else:
@@ -393,13 +364,14 @@ class _Writer:
         if tag == "code":
             self.text("`")
         elif tag in ("td", "th") and self.cell is not None and self.cell_depth == len(self.skipped_frames):
-            text = "".join(self.cell)[: 2 * CELL_MAX_CHARS]
+            chars = self.budget.cell_chars
+            text = "".join(self.cell)[: 2 * chars]
             text = _SPACE.sub(" ", text).strip().replace("|", "\\|")
             self.cell = None
             row = self.frames[-1].rows
             if not row:
                 row.append([])
-            row[-1].append(text[:CELL_MAX_CHARS])
+            row[-1].append(text[:chars])
         elif tag in ("table", "ul", "ol", "li", "blockquote"):
             self.close_frame(tag)
         elif tag in BLOCKS or tag in ("td", "th", "tr"):
@@ -407,7 +379,7 @@ class _Writer:
 
     def open_frame(self, tag: str) -> None:
         self.flush()
-        nested = self.cell is not None or (tag != "table" and len(self.frames) >= MAX_NESTING)
+        nested = self.cell is not None or (tag != "table" and len(self.frames) >= self.budget.html_nesting)
         if tag == "table" and self.frames and self.frames[-1].kind == "table" and self.cell is None:
             nested = True  # a table directly in a table (not in a cell): read as text
         self.skipped_frames.append(nested)
@@ -436,7 +408,7 @@ class _Writer:
             text = "\n\n".join(frame.blocks)
             self.block("\n".join(f"> {line}" if line else ">" for line in text.split("\n")))
         else:
-            self.block("\n\n".join([*frame.blocks, _table(frame.rows)]))
+            self.block("\n\n".join([*frame.blocks, _table(frame.rows, self.budget.table_columns)]))
 
 
 def _indented(text: str, marker: str) -> str:
@@ -445,11 +417,11 @@ def _indented(text: str, marker: str) -> str:
     return "\n".join([marker + lines[0], *(pad + line if line else "" for line in lines[1:])])
 
 
-def _table(rows: list[list[str]]) -> str:
+def _table(rows: list[list[str]], columns: int) -> str:
     rows = [row for row in rows if any(cell for cell in row)]
     if not rows:
         return ""
-    width = min(max(len(row) for row in rows), TABLE_MAX_COLUMNS)
+    width = min(max(len(row) for row in rows), columns)
     shaped = [
         [*row[: width - 1], " ".join(row[width - 1 :])]
         if len(row) > width

@@ -1,161 +1,168 @@
-"""The Markdown an office file becomes, written piece by piece within the text and CPU budgets.
-
-Headings are recorded with their offsets as they are written, so the outline (sections, search
-hits' `section`) is the converter's own, never guessed back from the text. Tables are cut to
-TABLE_MAX_ROWS x TABLE_MAX_COLUMNS with a line saying how much was left out.
-"""
+"""Markdown files: front matter (title, description, tags), ATX and setext headings outside fenced
+code, the body as written. A reader: the Markdown kbkit writes for converted formats is
+markdown_writer.py's."""
 
 from __future__ import annotations
 
-import datetime
-import time
-from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
+import functools
+import re
 
-from kbkit.errors import DocumentRefused
-from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
+from kbkit.kb.formats.base import ParsedText, decode_text, meta_title, outline_of_headings
+from kbkit.kb.formats.budget import BUDGET, Budget
+from kbkit.kb.sections import Heading
 
-MAX_TEXT_CHARS = 16 * 1024 * 1024
-"""Converted text beyond this: the file is skipped, conversion stops there (as PDF_MAX_TEXT_CHARS)."""
-CPU_SECONDS = 15.0
-"""CPU time (this thread's) one conversion may take, checked at every block written: with
-opening the file, any one file stays within 20 s."""
-TABLE_MAX_ROWS = 200
-"""Rows of one table (a sheet's included) written; the rest are counted in a closing line."""
-TABLE_MAX_COLUMNS = 30
-"""Columns of one table written; a line says how many were left out."""
-CELL_CHARS = 500
-"""A table cell's text is cut to this many characters."""
-MAX_SLIDES = 2_000
-"""More slides than this: the deck is skipped before any slide is read (as PDF_MAX_PAGES)."""
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\n]*))?$", re.MULTILINE)
 
 
-def check_slides(count: int, deck: str) -> None:
-    """Refuse a deck (`deck`: what the message calls it) of more than MAX_SLIDES slides, unread."""
-    if count > MAX_SLIDES:
-        raise DocumentRefused(
-            "over-budget", f"{deck} has {count:,} slides, over the {MAX_SLIDES:,}-slide budget"
-        )
+@functools.lru_cache(maxsize=64)
+def _fence_close(char: str, width: int) -> re.Pattern[str]:
+    return re.compile(rf"^ {{0,3}}{re.escape(char)}{{{width},}}[ \t]*$", re.MULTILINE)
 
 
-class MarkdownWriter:
-    """Markdown text and its outline, refused once over MAX_TEXT_CHARS or CPU_SECONDS."""
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self._parts: list[str] = []
-        self._size = 0
-        self.outline: list[Heading] = []
-        self.headings: list[str] = []
-        self._in_list = False
-        self._started = time.thread_time()
-
-    def check(self) -> None:
-        """Refuse the file once its CPU budget is spent (called by the converters' loops too)."""
-        if time.thread_time() - self._started > CPU_SECONDS:
-            raise DocumentRefused(
-                "over-budget", f"converting the {self.kind} took over {CPU_SECONDS:.0f} s; stopped"
-            )
-
-    def _write(self, text: str) -> None:
-        self.check()
-        self._size += len(text)
-        if self._size > MAX_TEXT_CHARS:
-            raise DocumentRefused(
-                "over-budget",
-                f"the {self.kind}'s text is over {MAX_TEXT_CHARS:,} characters; split it or save it as text",
-            )
-        self._parts.append(text)
-
-    def _close_list(self) -> None:
-        if self._in_list:
-            self._in_list = False
-            self._write("\n")
-
-    def heading(self, level: int, text: str) -> None:
-        title = " ".join(text.split())
-        if not title:
-            return
-        self._close_list()
-        level = min(max(level, 1), 6)
-        if len(self.outline) < MAX_OUTLINE:
-            self.outline.append(Heading(self._size, level, clean_title(title)))
-        self.headings.append(title)
-        self._write(f"{'#' * level} {title}\n\n")
-
-    def paragraph(self, text: str) -> None:
-        text = text.strip()
-        if text:
-            self._close_list()
-            self._write(_escape_block(text) + "\n\n")
-
-    def list_item(self, text: str, depth: int = 0, ordered: bool = False) -> None:
-        text = " ".join(text.split())
-        if text:
-            marker = "1." if ordered else "-"
-            self._in_list = True
-            self._write(f"{'  ' * min(max(depth, 0), 8)}{marker} {text}\n")
-
-    def table(
-        self,
-        rows: Iterable[Sequence[object]],
-        total_rows: int | Callable[[int], int | None] | None = None,
-        total_columns: int | None = None,
-    ) -> int:
-        """`rows` as a Markdown table (the first row is its header): at most TABLE_MAX_ROWS rows
-        (no more are taken from `rows`) of TABLE_MAX_COLUMNS cells, empty trailing columns left
-        out. `total_rows`/`total_columns`, when known, say how many there are in all (`total_rows`
-        may be worked out from the rows shown, once read); else a row past the cap says only that
-        more follow. Returns the number of cells written."""
-        shown: list[list[str]] = []
-        columns = 0
-        cut = False
-        for row in rows:
-            self.check()
-            if len(shown) == TABLE_MAX_ROWS:
-                cut = True
-                break
-            cells = [_cell(value) for value in islice(row, TABLE_MAX_COLUMNS + 1)]
-            filled = max((n + 1 for n, cell in enumerate(cells) if cell), default=0)
-            columns = max(columns, filled)
-            shown.append(cells)
-        width = min(columns, TABLE_MAX_COLUMNS)
-        if not shown or width == 0:
-            return 0
-        self._close_list()
-        lines = ["| " + " | ".join((cells + [""] * width)[:width]) + " |" for cells in shown]
-        lines.insert(1, "|" + " --- |" * width)
-        notes = []
-        if callable(total_rows):
-            total_rows = total_rows(len(shown)) if cut else None
-        if total_rows is not None and total_rows > len(shown):
-            notes.append(f"… {total_rows - len(shown):,} more rows")
-        elif cut:
-            notes.append("… more rows")
-        more_columns = (total_columns or columns) - width
-        if more_columns > 0:
-            notes.append(f"… {more_columns:,} more columns")
-        tail = "\n" + "; ".join(notes) + " not shown\n\n" if notes else "\n"
-        self._write("\n".join(lines) + "\n" + tail)
-        return width * len(shown)
-
-    def text(self) -> str:
-        self._close_list()
-        return "".join(self._parts)
+def _outside_fences(text: str) -> list[tuple[int, int]]:
+    """The spans of `text` outside fenced code blocks, in one pass (an unclosed fence runs to the
+    end, as in CommonMark)."""
+    spans, pos = [], 0
+    while match := _FENCE_OPEN.search(text, pos):
+        fence = match.group(1)
+        spans.append((pos, match.start()))
+        close = _fence_close(fence[0], len(fence)).search(text, match.end())
+        if close is None:
+            return spans
+        pos = close.end()
+    spans.append((pos, len(text)))
+    return spans
 
 
-def _escape_block(text: str) -> str:
-    """A paragraph that would read as a heading, list, quote or table line is escaped."""
-    if text[0] in "#>|-+*" or text.startswith(("```", "~~~")):
-        return "\\" + text
+def _atx_text(raw: str | None) -> str:
+    """A heading's text without its optional closing run of #s (kept out of the regex: no backtracking)."""
+    text = (raw or "").rstrip(" \t")
+    unclosed = text.rstrip("#")
+    if unclosed != text and (not unclosed or unclosed[-1] in " \t"):
+        text = unclosed.rstrip(" \t")
     return text
 
 
-def _cell(value: object) -> str:
-    if value is None:
+_SETEXT = re.compile(r"^(?! {4})([^\n#>\-*=][^\n]*)\n {0,3}(=+|-+)[ \t]*$", re.MULTILINE)
+_FENCE_LINE = frozenset(("---", "..."))
+_KEY = re.compile(r"[A-Za-z0-9_.-]+")
+_BARE_START = frozenset("\"'[]{}|>&*!#%@`")
+
+
+def _front_matter_block(text: str) -> tuple[str, str] | None:
+    """The front matter between a leading `---` line and the next `---`/`...` line, and the rest.
+
+    Found with string scans, never a regex over the block: every line is looked at once, so a
+    64 KB line costs the same as 64 KB of short lines."""
+    first_end = text.find("\n")
+    if first_end < 0 or text[:first_end].rstrip(" \t\r") != "---":
+        return None
+    pos = first_end + 1
+    while pos < len(text):
+        end = text.find("\n", pos)
+        line_end = len(text) if end < 0 else end
+        if text[pos:line_end].rstrip(" \t\r") in _FENCE_LINE:
+            return text[first_end + 1 : pos], text[line_end + 1 :]
+        pos = line_end + 1
+    return None
+
+
+def _plain_value(raw: str) -> str | None:
+    """A scalar written plainly, 'single' or "double" quoted (no escapes); None for anything else."""
+    value = raw.strip(" \t\r")
+    if not value:
         return ""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        value = int(value)
-    text = value.isoformat() if isinstance(value, datetime.date | datetime.time) else str(value)
-    text = " ".join(text.split())[:CELL_CHARS]
-    return text.replace("\\", "\\\\").replace("|", "\\|")
+    if value[0] in "\"'":
+        quote = value[0]
+        if len(value) >= 2 and value[-1] == quote and quote not in value[1:-1]:
+            inner = value[1:-1]
+            return None if quote == '"' and "\\" in inner else inner
+        return None
+    if value[0] in _BARE_START or "#" in value:
+        return None
+    return value
+
+
+def _plain_front_matter(block: str) -> dict[str, object] | None:
+    """Front matter that is nothing but `key: scalar` lines, read without YAML (most docs sites'
+    front matter is; YAML parsing was a fifth of indexing time). None: let YAML read it.
+    String methods only, so the work is linear in the block's length."""
+    meta: dict[str, object] = {}
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        key, colon, rest = line.partition(":")
+        if not colon or not _KEY.fullmatch(key) or (rest and rest[0] not in " \t"):
+            return None
+        value = _plain_value(rest)
+        if value is None:
+            return None
+        meta[key] = value
+    return meta
+
+
+def _front_matter(text: str) -> tuple[dict[str, object], str]:
+    found = _front_matter_block(text)
+    if found is None:
+        return {}, text
+    block, rest = found
+    plain = _plain_front_matter(block)
+    if plain is not None:
+        return plain, rest
+    import yaml  # only for front matter that is more than key: value lines; keeps CLI start-up lean
+
+    try:
+        meta = yaml.load(block, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError:
+        return {}, text  # broken front matter is still text: keep it in the body, search finds it
+    return (meta if isinstance(meta, dict) else {}), rest
+
+
+FIELD_CHARS = 2000
+"""At most this many characters of a front-matter description or tag list are indexed."""
+
+
+def _meta_text(value: object) -> str | None:
+    """A front-matter value as searchable text: scalars as they are, lists joined with commas."""
+    if isinstance(value, list | tuple):
+        value = ", ".join(str(item) for item in value if isinstance(item, str | int | float))
+    if isinstance(value, str | int | float) and str(value).strip():
+        return " ".join(str(value).split())[:FIELD_CHARS]
+    return None
+
+
+def _meta_tags(meta: dict[str, object]) -> tuple[str, ...]:
+    tags = (_meta_text(meta.get(key)) for key in ("tags", "keywords"))
+    return tuple(tag for tag in tags if tag)
+
+
+def parse_markdown(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    """The file's text as written; front matter is read for its title, description and tags
+    (a file is at most documents.FILE_SIZE_CAP: the guard bounds it, no budget is needed)."""
+    meta, body = _front_matter(decode_text(data))
+    found = markdown_headings(body)
+    headings = [" ".join(text.split()) for _, _, text in found]
+    title = meta_title(meta.get("title"))
+    if title is None:
+        top = [text for _, level, text in found if level == 1]
+        title = meta_title(top[0] if top else (headings[0] if headings else None))
+    description = _meta_text(meta.get("description")) or _meta_text(meta.get("summary"))
+    tags = _meta_tags(meta)
+    return ParsedText(title, body, headings, outline_of_headings(found), description=description, tags=tags)
+
+
+def markdown_headings(body: str) -> list[tuple[int, int, str]]:
+    """(start, level, raw text) of every ATX and setext heading outside fenced code, in order."""
+    found: list[tuple[int, int, str]] = []
+    for start, end in _outside_fences(body):
+        atx = [(m.start(), len(m.group(1)), _atx_text(m.group(2))) for m in _ATX.finditer(body, start, end)]
+        found += [heading for heading in atx if heading[2]]
+        setext = _SETEXT.finditer(body, start, end)
+        found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, m.group(1)) for m in setext]
+    return sorted(found)
+
+
+def outline(body: str) -> tuple[Heading, ...]:
+    """The outline of a Markdown text, found again from the text alone."""
+    return outline_of_headings(markdown_headings(body))

@@ -3,7 +3,7 @@ as fenced blocks in the kernel's language, short text outputs after their cell, 
 
 Read with the standard json module after a shape check: nbformat would validate against the full
 schema (and bring jsonschema) only to let kbkit read four keys. A file is at most
-documents.FILE_SIZE_CAP (50 MiB) by the time it gets here; the JSON budget below bounds what
+documents.FILE_SIZE_CAP (50 MiB) by the time it gets here; the budget's JSON value count bounds what
 parsing it may build.
 """
 
@@ -13,32 +13,27 @@ import json
 import re
 
 from kbkit.errors import DocumentRefused
-from kbkit.kb.formats.fences import fenced
-from kbkit.kb.parsers import PDF_MAX_TEXT_CHARS, ParsedText, _markdown_headings
+from kbkit.kb.formats.base import ParsedText
+from kbkit.kb.formats.budget import BUDGET, Budget, Meter
+from kbkit.kb.formats.markdown import markdown_headings
+from kbkit.kb.formats.markdown_writer import fenced
 from kbkit.kb.sections import MAX_OUTLINE, Heading, clean_title
 
-NOTEBOOK_MAX_JSON_VALUES = 2_000_000
-"""Commas, `[` and `{` in the file (an upper bound on the JSON values it holds: those inside
-strings count too): Python keeps 40-80 bytes per value, so this bounds the parse near 160 MB."""
-NOTEBOOK_MAX_TEXT_CHARS = PDF_MAX_TEXT_CHARS
-"""Markdown beyond this: the notebook is skipped (as a PDF's text)."""
 OUTPUT_MAX_CHARS = 2_000
 """A code cell's text output is kept when at most this long, and left out whole when longer:
 the head of a long log or table rarely says what the cell does."""
 TEXT_OUTPUTS = ("stream", "execute_result")
-HEADING_CHARS = 2_000
-"""A heading's text is read this far (its title is cut at sections.TITLE_CHARS anyway)."""
 
 
-def parse_notebook(data: bytes) -> ParsedText:
+def parse_notebook(data: bytes, budget: Budget = BUDGET) -> ParsedText:
     """The notebook's cells as Markdown; the outline is its markdown cells' headings."""
-    notebook = _load(data)
+    meter = budget.meter("notebook")
+    notebook = _load(data, meter)
     cells = _cells(notebook)
     metadata = notebook.get("metadata")
     metadata = metadata if isinstance(metadata, dict) else {}
     language = _language(metadata)
     parts: list[str] = []
-    size = 0
     found: list[tuple[int, int, str]] = []
     for cell in cells:
         for text, is_markdown in _cell_texts(cell, language):
@@ -46,17 +41,15 @@ def parse_notebook(data: bytes) -> ParsedText:
                 continue
             if parts:
                 parts.append("\n\n")
-                size += 2
+                meter.take(2)
             if is_markdown:
-                found += [(size + start, level, raw) for start, level, raw in _markdown_headings(text)]
+                found += [(meter.chars + start, level, raw) for start, level, raw in markdown_headings(text)]
             parts.append(text)
-            size += len(text)
-            if size > NOTEBOOK_MAX_TEXT_CHARS:
-                mib = NOTEBOOK_MAX_TEXT_CHARS // (1024 * 1024)
-                raise DocumentRefused("over-budget", f"the notebook's text is over {mib} MiB; split it")
-    headings = [Heading(start, level, clean_title(raw[:HEADING_CHARS])) for start, level, raw in found]
+            meter.take(len(text))
+    chars = budget.heading_chars
+    headings = [Heading(start, level, clean_title(raw[:chars])) for start, level, raw in found]
     headings = [heading for heading in headings if heading.title]
-    title = _title(metadata.get("title")) or next((h.title for h in headings if h.level == 1), None)
+    title = _title(metadata.get("title"), chars) or next((h.title for h in headings if h.level == 1), None)
     title = title or (headings[0].title if headings else None)
     return ParsedText(
         title=title,
@@ -66,13 +59,13 @@ def parse_notebook(data: bytes) -> ParsedText:
     )
 
 
-def _load(data: bytes) -> dict[str, object]:
+def _load(data: bytes, meter: Meter) -> dict[str, object]:
     values = data.count(b",") + data.count(b"[") + data.count(b"{")
-    if values > NOTEBOOK_MAX_JSON_VALUES:
-        raise DocumentRefused(
-            "over-budget",
-            f"the notebook holds over {NOTEBOOK_MAX_JSON_VALUES:,} JSON values (about {values:,}); "
-            "clear its outputs (jupyter nbconvert --clear-output) or split it",
+    most = meter.budget.notebook_json_values
+    if values > most:
+        meter.refuse(
+            f"the notebook holds over {most:,} JSON values (about {values:,}); "
+            "clear its outputs (jupyter nbconvert --clear-output) or split it"
         )
     try:
         notebook = json.loads(data)  # UTF-8/16/32 by the JSON rules; a BOM is refused by them
@@ -156,8 +149,8 @@ def _language(metadata: dict[str, object]) -> str:
     return ""
 
 
-def _title(value: object) -> str | None:
-    return (clean_title(value[:HEADING_CHARS]) or None) if isinstance(value, str) else None
+def _title(value: object, chars: int) -> str | None:
+    return (clean_title(value[:chars]) or None) if isinstance(value, str) else None
 
 
 def _first_line(exc: Exception) -> str:

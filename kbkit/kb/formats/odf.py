@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from kbkit.errors import DocumentRefused
 from kbkit.kb.formats.archive import open_archive, parse_xml, read_member, refuse_dtds
-from kbkit.kb.formats.markdown import TABLE_MAX_COLUMNS, TABLE_MAX_ROWS, MarkdownWriter, check_slides
-from kbkit.kb.parsers import ParsedText
+from kbkit.kb.formats.base import ParsedText, meta_title, unreadable
+from kbkit.kb.formats.budget import BUDGET, Budget
+from kbkit.kb.formats.markdown_writer import MarkdownWriter
 
 if TYPE_CHECKING:
     from lxml import etree
@@ -35,10 +36,6 @@ KINDS = {
     "ods": ("OpenDocument spreadsheet", "spreadsheet", "application/vnd.oasis.opendocument.spreadsheet"),
 }
 """Extension -> (what messages call it, the office:body child holding it, its mimetype member)."""
-WORKBOOK_MAX_CELLS = 60_000
-"""Cells written for a whole spreadsheet; past it, the remaining sheets are listed by name only."""
-NESTING = 16
-"""Sections, frames and lists nested deeper than this are left out (each level is a recursion)."""
 
 
 def _q(name: str) -> str:
@@ -46,32 +43,43 @@ def _q(name: str) -> str:
     return f"{{{_NS[prefix]}}}{local}"
 
 
-def parse_odf(data: bytes, ext: str) -> ParsedText:
+def parse_odt(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    return parse_odf(data, "odt", budget)
+
+
+def parse_odp(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    return parse_odf(data, "odp", budget)
+
+
+def parse_ods(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    return parse_odf(data, "ods", budget)
+
+
+def parse_odf(data: bytes, ext: str, budget: Budget) -> ParsedText:
     kind, body_name, mimetype = KINDS[ext]
-    with open_archive(data, kind) as archive:
+    with open_archive(data, kind, budget) as archive:
         refuse_dtds(archive, kind)
         declared = (read_member(archive, "mimetype", kind, cap=256) or b"").decode("ascii", "replace").strip()
         if declared and declared != mimetype:
             raise DocumentRefused("unparsable", f"the {kind} holds another kind of document ({declared})")
-        content = read_member(archive, "content.xml", kind)
-        meta = read_member(archive, "meta.xml", kind)
+        content = read_member(archive, "content.xml", kind, budget.zip_member_bytes)
+        meta = read_member(archive, "meta.xml", kind, budget.zip_member_bytes)
     if content is None:
         raise DocumentRefused("unparsable", f"the {kind} has no content.xml (damaged or not OpenDocument)")
     root = parse_xml(content, "content.xml", kind)
     body = root.find(f"{_q('office:body')}/{_q('office:' + body_name)}")
     if body is None:
         raise DocumentRefused("unparsable", f"the {kind}'s content.xml holds no office:{body_name}")
-    writer = MarkdownWriter(kind)
+    writer = MarkdownWriter(budget.meter(kind))
     try:
         first_title = {"odt": _text_body, "odp": _presentation, "ods": _spreadsheet}[ext](body, writer)
     except DocumentRefused:
         raise
     except Exception as exc:  # RecursionError, a value out of range: the file is unreadable, said in one line
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        raise DocumentRefused("unparsable", f"the {kind} could not be read ({reason})") from None
+        raise unreadable(kind, exc) from None
     title = _meta_title(meta, kind) or first_title
     if title is None and ext == "odt" and writer.headings:
-        title = writer.headings[0][:500]  # a sheet's name is no title: the file's name is
+        title = meta_title(writer.headings[0])  # a sheet's name is no title: the file's name is
     body_text = writer.text()
     return ParsedText(title=title, body=body_text, headings=writer.headings, outline=tuple(writer.outline))
 
@@ -80,8 +88,7 @@ def _meta_title(meta: bytes | None, kind: str) -> str | None:
     if meta is None:
         return None
     found = parse_xml(meta, "meta.xml", kind).find(f".//{_q('dc:title')}")
-    text = " ".join(inline_text(found).split()) if found is not None else ""
-    return text[:500] or None
+    return meta_title(inline_text(found)) if found is not None else None
 
 
 def inline_text(element: etree._Element) -> str:
@@ -113,7 +120,7 @@ def _text_body(body: etree._Element, writer: MarkdownWriter) -> str | None:
 
 def _blocks(element: etree._Element, writer: MarkdownWriter, depth: int) -> None:
     """Headings, paragraphs, lists and tables in document order; sections and frames looked into."""
-    if depth > NESTING:
+    if depth > writer.budget.odf_nesting:
         return
     for child in element:
         writer.check()
@@ -128,7 +135,7 @@ def _blocks(element: etree._Element, writer: MarkdownWriter, depth: int) -> None
         elif tag == _q("text:list"):
             _list(child, writer, 0, depth)
         elif tag == _q("table:table"):
-            writer.table(_table_rows(child))
+            writer.table(_table_rows(child, writer.budget))
         elif tag in (_q("text:section"), _q("draw:frame"), _q("draw:text-box"), _q("text:soft-page-break")):
             _blocks(child, writer, depth + 1)
 
@@ -149,7 +156,7 @@ def _text_outside(paragraph: etree._Element) -> str:
 
 
 def _list(element: etree._Element, writer: MarkdownWriter, level: int, depth: int) -> None:
-    if depth > NESTING:
+    if depth > writer.budget.odf_nesting:
         return
     for item in element:
         if item.tag not in (_q("text:list-item"), _q("text:list-header")):
@@ -164,8 +171,9 @@ def _list(element: etree._Element, writer: MarkdownWriter, level: int, depth: in
                 _list(child, writer, level + 1, depth + 1)
 
 
-def _table_rows(table: etree._Element, budget: int = TABLE_MAX_ROWS + 1) -> Iterator[list[str]]:
-    """The table's non-empty rows, repeated rows and cells expanded only up to the caps."""
+def _table_rows(table: etree._Element, limits: Budget) -> Iterator[list[str]]:
+    """The table's non-empty rows, repeated rows and cells expanded only up to the budget's caps."""
+    budget, columns = limits.table_rows + 1, limits.table_columns
     given = 0
     for row in table.iter(_q("table:table-row")):
         cells: list[str] = []
@@ -173,9 +181,9 @@ def _table_rows(table: etree._Element, budget: int = TABLE_MAX_ROWS + 1) -> Iter
             if cell.tag not in (_q("table:table-cell"), _q("table:covered-table-cell")):
                 continue
             text = " ".join(inline_text(p) for p in cell.iter(_q("text:p")))
-            repeat = _repeat(cell, "table:number-columns-repeated", TABLE_MAX_COLUMNS + 1 - len(cells))
+            repeat = _repeat(cell, "table:number-columns-repeated", columns + 1 - len(cells))
             cells.extend([text] * repeat)
-            if len(cells) > TABLE_MAX_COLUMNS:
+            if len(cells) > columns:
                 break
         if not any(cells):
             continue  # spreadsheets end in empty rows repeated a million times
@@ -196,7 +204,7 @@ def _repeat(element: etree._Element, attribute: str, most: int) -> int:
 
 def _presentation(body: etree._Element, writer: MarkdownWriter) -> str | None:
     pages = body.findall(_q("draw:page"))
-    check_slides(len(pages), "the OpenDocument presentation")
+    writer.meter.at_most(len(pages), writer.budget.slides, "slides")
     first_title = None
     for number, page in enumerate(pages, start=1):
         writer.check()
@@ -224,7 +232,7 @@ def _presentation(body: etree._Element, writer: MarkdownWriter) -> str | None:
 
 
 def _slide_shape(shape: etree._Element, writer: MarkdownWriter, depth: int) -> None:
-    if depth > NESTING:
+    if depth > writer.budget.odf_nesting:
         return
     writer.check()
     if shape.tag == _q("draw:g"):
@@ -233,7 +241,7 @@ def _slide_shape(shape: etree._Element, writer: MarkdownWriter, depth: int) -> N
         return
     for child in shape:
         if child.tag == _q("table:table"):
-            writer.table(_table_rows(child))
+            writer.table(_table_rows(child, writer.budget))
         elif child.tag == _q("draw:text-box"):
             _blocks(child, writer, depth + 1)
         elif child.tag == _q("text:p"):
@@ -246,11 +254,12 @@ def _slide_shape(shape: etree._Element, writer: MarkdownWriter, depth: int) -> N
 
 
 def _spreadsheet(body: etree._Element, writer: MarkdownWriter) -> str | None:
-    cells_left = WORKBOOK_MAX_CELLS
+    cells = writer.budget.workbook_cells
+    cells_left = cells
     for sheet in body.findall(_q("table:table")):
         writer.heading(2, f"Sheet: {sheet.get(_q('table:name'), '')}")
-        if cells_left < TABLE_MAX_COLUMNS:
-            writer.paragraph(f"(not shown: the spreadsheet's {WORKBOOK_MAX_CELLS:,}-cell budget is spent)")
+        if cells_left < writer.budget.table_columns:
+            writer.paragraph(f"(not shown: the spreadsheet's {cells:,}-cell budget is spent)")
             continue
-        cells_left -= writer.table(_table_rows(sheet))
+        cells_left -= writer.table(_table_rows(sheet, writer.budget))
     return None

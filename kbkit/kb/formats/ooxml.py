@@ -17,26 +17,20 @@ from typing import TYPE_CHECKING, Any
 
 from kbkit.errors import DocumentRefused
 from kbkit.kb.formats.archive import open_archive, refuse_dtds, text_parts_only
-from kbkit.kb.formats.markdown import TABLE_MAX_COLUMNS, MarkdownWriter, check_slides
-from kbkit.kb.parsers import ParsedText
+from kbkit.kb.formats.base import ParsedText, meta_title, unreadable
+from kbkit.kb.formats.budget import BUDGET, Budget
+from kbkit.kb.formats.markdown_writer import MarkdownWriter
 
 if TYPE_CHECKING:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
-
-WORKBOOK_MAX_CELLS = 60_000
-"""Cells written for a whole workbook (each sheet has at most TABLE_MAX_ROWS x TABLE_MAX_COLUMNS):
-past it, the remaining sheets are listed by name only."""
-SHEET_MAX_ROWS_READ = 10_000
-"""Rows of one sheet looked at (empty ones included) while looking for rows to show."""
-GROUP_DEPTH = 8
-"""Shapes grouped deeper than this are left out."""
 
 
 def _converted(
     kind: str,
     data: bytes,
     convert: Callable[[bytes, MarkdownWriter], str | None],
+    budget: Budget,
     *,
     heading_title: bool = True,
     streamed: tuple[str, ...] = (),
@@ -45,29 +39,24 @@ def _converted(
     are `streamed`: openpyxl's reader loads no image) and return the document's title, with any
     failure of a library on a damaged file turned into one line saying so. Without a title, the
     first heading is the title (`heading_title`; a sheet's name is not: the file's name is)."""
-    with open_archive(data, kind, streamed) as archive:
+    with open_archive(data, kind, budget, streamed) as archive:
         refuse_dtds(archive, kind)
         if not streamed:
-            data = text_parts_only(archive, kind)
-    writer = MarkdownWriter(kind)
+            data = text_parts_only(archive, kind, budget)
+    writer = MarkdownWriter(budget.meter(kind))
     try:
         title = convert(data, writer)
     except DocumentRefused:
         raise
     except ImportError:
-        raise  # extractors.py says which library is missing
+        raise  # base.guarded says which library is missing
     except Exception as exc:  # the libraries raise many kinds on damaged parts; all mean "unreadable"
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        raise DocumentRefused("unparsable", f"the {kind} could not be read ({reason})") from None
+        raise unreadable(kind, exc) from None
     body = writer.text()
-    title = _clean(title) or (writer.headings[0][:500] if writer.headings and heading_title else None)
+    title = meta_title(title) or (
+        meta_title(writer.headings[0]) if writer.headings and heading_title else None
+    )
     return ParsedText(title=title, body=body, headings=writer.headings, outline=tuple(writer.outline))
-
-
-def _clean(value: object) -> str | None:
-    if isinstance(value, str) and value.strip():
-        return " ".join(value.split())[:500]
-    return None
 
 
 # -- Word -------------------------------------------------------------------------------------------
@@ -75,8 +64,8 @@ def _clean(value: object) -> str | None:
 _HEADING_STYLE = re.compile(r"heading ([1-9])", re.IGNORECASE)
 
 
-def parse_docx(data: bytes) -> ParsedText:
-    return _converted("Word document", data, _docx)
+def parse_docx(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    return _converted("Word document", data, _docx, budget)
 
 
 def _docx(data: bytes, writer: MarkdownWriter) -> str | None:
@@ -90,7 +79,7 @@ def _docx(data: bytes, writer: MarkdownWriter) -> str | None:
             _docx_table(block, writer)
         else:
             _docx_paragraph(block, writer, styles)
-    return _clean(document.core_properties.title)
+    return meta_title(document.core_properties.title)
 
 
 def _word_styles(document: Any) -> dict[str | None, tuple[str, int | None]]:
@@ -170,8 +159,8 @@ def _docx_table(table: Table, writer: MarkdownWriter) -> None:
 # -- PowerPoint -------------------------------------------------------------------------------------
 
 
-def parse_pptx(data: bytes) -> ParsedText:
-    return _converted("PowerPoint deck", data, _pptx)
+def parse_pptx(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    return _converted("PowerPoint deck", data, _pptx, budget)
 
 
 def _pptx(data: bytes, writer: MarkdownWriter) -> str | None:
@@ -179,7 +168,7 @@ def _pptx(data: bytes, writer: MarkdownWriter) -> str | None:
 
     deck = Presentation(io.BytesIO(data))
     slides = deck.slides
-    check_slides(len(slides), "the PowerPoint deck")
+    writer.meter.at_most(len(slides), writer.budget.slides, "slides")
     first_title = None
     for number, slide in enumerate(slides, start=1):
         writer.check()
@@ -195,7 +184,7 @@ def _pptx(data: bytes, writer: MarkdownWriter) -> str | None:
             notes = frame.text.strip() if frame is not None else ""
             if notes:
                 writer.paragraph("Speaker notes: " + notes)
-    return _clean(deck.core_properties.title) or first_title
+    return meta_title(deck.core_properties.title) or first_title
 
 
 def _pptx_shape(shape: Any, writer: MarkdownWriter, skip: int | None, depth: int) -> None:
@@ -206,7 +195,7 @@ def _pptx_shape(shape: Any, writer: MarkdownWriter, skip: int | None, depth: int
     if shape.shape_id == skip and depth == 0:
         return
     if isinstance(shape, GroupShape):
-        if depth < GROUP_DEPTH:
+        if depth < writer.budget.group_depth:
             for inner in shape.shapes:
                 _pptx_shape(inner, writer, skip, depth + 1)
         return
@@ -230,8 +219,9 @@ def _pptx_shape(shape: Any, writer: MarkdownWriter, skip: int | None, depth: int
 # -- Excel ------------------------------------------------------------------------------------------
 
 
-def parse_xlsx(data: bytes) -> ParsedText:
-    return _converted("Excel workbook", data, _xlsx, heading_title=False, streamed=("xl/worksheets/",))
+def parse_xlsx(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    streamed = ("xl/worksheets/",)  # read row by row: never parsed whole
+    return _converted("Excel workbook", data, _xlsx, budget, heading_title=False, streamed=streamed)
 
 
 def _xlsx(data: bytes, writer: MarkdownWriter) -> str | None:
@@ -244,14 +234,15 @@ def _xlsx(data: bytes, writer: MarkdownWriter) -> str | None:
         )
     book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
     try:
-        cells_left = WORKBOOK_MAX_CELLS
+        cells = writer.budget.workbook_cells
+        cells_left = cells
         for sheet in book.worksheets:
             writer.heading(2, f"Sheet: {sheet.title}")
-            if cells_left < TABLE_MAX_COLUMNS:
-                writer.paragraph(f"(not shown: the workbook's {WORKBOOK_MAX_CELLS:,}-cell budget is spent)")
+            if cells_left < writer.budget.table_columns:
+                writer.paragraph(f"(not shown: the workbook's {cells:,}-cell budget is spent)")
                 continue
             cells_left -= _xlsx_sheet(sheet, writer)
-        return _clean(book.properties.title)
+        return meta_title(book.properties.title)
     finally:
         book.close()
 
@@ -262,10 +253,10 @@ def _xlsx_sheet(sheet: Any, writer: MarkdownWriter) -> int:
     last = [0]
 
     def rows() -> Iterator[tuple[object, ...]]:
-        read = sheet.iter_rows(max_col=TABLE_MAX_COLUMNS + 1, values_only=True)
+        read = sheet.iter_rows(max_col=writer.budget.table_columns + 1, values_only=True)
         for number, row in enumerate(read, start=1):
             writer.check()
-            if number > SHEET_MAX_ROWS_READ:
+            if number > writer.budget.sheet_rows_read:
                 return
             if any(value is not None for value in row):
                 last[0] = number

@@ -34,7 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from kbkit.errors import EnvironmentProblem, InputError
+from kbkit.errors import InputError, TokensFileError
 
 PREFIX = "kbk_"
 """How every personal token begins: a reader (and a secret scanner) knows one at sight."""
@@ -49,10 +49,6 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}"
 Scope = Literal["read", "memory"]
 SCOPES: tuple[Scope, ...] = ("read", "memory")
 """`read`: the kb tools and resources. `memory`: those and the session-memory tools."""
-
-
-class TokensFileError(EnvironmentProblem):
-    """The tokens file cannot be trusted or read; the message says how to fix it."""
 
 
 def new_token() -> str:

@@ -19,8 +19,10 @@ import pytest
 from kbkit.config import load_settings
 from kbkit.errors import DocumentRefused
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.formats import archive, markdown, odf, ooxml
-from kbkit.kb.parsers import ALL_PARSERS, ParsedText
+from kbkit.kb.formats import archive, markdown_writer, odf, ooxml
+from kbkit.kb.formats.base import ParsedText
+from kbkit.kb.formats.budget import BUDGET, Budget
+from kbkit.kb.formats.registry import ALL_PARSERS
 from tests.helpers.project import make_project
 from tests.helpers.serve import document_text, kbkit_in_process, serve_in_memory
 from tests.peers.office import (
@@ -46,13 +48,13 @@ SESSION_BOUND = 60
 OLE_HEADER = archive.OLE_MAGIC + b"\0" * 504
 
 
-def parse(ext: str, data: bytes) -> ParsedText:
-    return ALL_PARSERS[ext].extract(data)
+def parse(ext: str, data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    return ALL_PARSERS[ext].extract(data, budget)
 
 
-def refused(ext: str, data: bytes) -> DocumentRefused:
+def refused(ext: str, data: bytes, budget: Budget = BUDGET) -> DocumentRefused:
     with pytest.raises(DocumentRefused) as caught:
-        parse(ext, data)
+        parse(ext, data, budget)
     assert "\n" not in str(caught.value)
     return caught.value
 
@@ -211,8 +213,7 @@ def test_a_zip_bomb_is_refused_from_its_declared_sizes_before_anything_is_inflat
     assert "word/media/zeros.bin unpacks to 67,108,864 bytes, over the 32 MiB budget per part" in str(over)
     ratio = refused("xlsx", dense)
     assert ratio.reason == "over-budget" and "-fold, over the 500-fold budget (a zip bomb)" in str(ratio)
-    monkeypatch.setattr(archive, "TOTAL_MAX_BYTES", 20 * 1024)
-    total = refused("pptx", deck)
+    total = refused("pptx", deck, Budget(zip_total_bytes=20 * 1024))
     assert total.reason == "over-budget" and "unpacks to over" in str(total)
     assert inflated == []
 
@@ -231,7 +232,7 @@ def test_a_header_that_lies_about_a_members_size_cannot_make_a_read_larger(tmp_p
             archive.read_member(zipped, "word/big.xml", "test file", cap=512 * 1024)
         assert over.value.reason == "over-budget"
         with pytest.raises(DocumentRefused, match="word/big.xml is damaged") as damaged:
-            archive.read_member(zipped, "word/big.xml", "test file")
+            archive.read_member(zipped, "word/big.xml", "test file", cap=BUDGET.zip_member_bytes)
         assert damaged.value.reason == "unparsable"
     odt = lying_sizes(sample_odt(), "content.xml", 100)
     assert refused("odt", odt).reason == "unparsable"
@@ -286,28 +287,68 @@ def test_a_sheet_of_a_million_cells_is_cut_without_reading_past_its_first_rows(
     )
     parsed = parse("xlsx", big_sheet_xlsx(rows=1000, columns=1000))
     sheet = parsed.body[: parsed.outline[1].start]
-    assert sheet.count("\n| 7 |") == markdown.TABLE_MAX_ROWS
+    assert sheet.count("\n| 7 |") == BUDGET.table_rows
     assert "… 800 more rows; … 970 more columns not shown" in sheet
-    assert len(rows_parsed) < markdown.TABLE_MAX_ROWS + 10  # not the other 800
+    assert len(rows_parsed) < BUDGET.table_rows + 10  # not the other 800
 
 
-def test_spreadsheets_repeated_empty_rows_and_a_workbooks_total_are_within_the_cell_budgets(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_spreadsheets_repeated_empty_rows_and_a_workbooks_total_are_within_the_cell_budgets() -> None:
     ods = parse("ods", sample_ods(rows=500))  # and 1,048,000 empty rows of 1,024 cells after them
-    assert ods.body.count("\n| line ") == markdown.TABLE_MAX_ROWS - 1
+    assert ods.body.count("\n| line ") == BUDGET.table_rows - 1
     assert "… more rows not shown" in ods.body
-    monkeypatch.setattr(ooxml, "WORKBOOK_MAX_CELLS", 5 * 3 + 20)
-    book = parse("xlsx", sample_xlsx(rows=4)).body  # Costs: 5 rows x 3 columns; Owners over what is left
+    small = Budget(workbook_cells=5 * 3 + 20)
+    # Costs: 5 rows x 3 columns; Owners over what is left
+    book = parse("xlsx", sample_xlsx(rows=4), small).body
     assert "## Sheet: Owners\n\n(not shown: the workbook's 35-cell budget is spent)" in book
 
 
-def test_too_many_slides_are_refused_before_any_slide_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(markdown, "MAX_SLIDES", 4)
-    parse("pptx", sample_pptx(slides=1))
-    deck = refused("pptx", sample_pptx(slides=2))
+def test_too_many_slides_are_refused_before_any_slide_is_read() -> None:
+    budget = Budget(slides=4)
+    parse("pptx", sample_pptx(slides=1), budget)
+    deck = refused("pptx", sample_pptx(slides=2), budget)
     assert deck.reason == "over-budget" and "has 5 slides, over the 4-slide budget" in str(deck)
-    assert refused("odp", sample_odp(slides=3)).reason == "over-budget"
+    assert refused("odp", sample_odp(slides=3), budget).reason == "over-budget"
+
+
+def test_how_deep_sections_and_groups_are_read_and_how_far_a_sheet_is_looked_at_are_the_budgets() -> None:
+    import openpyxl
+    from odf import text
+    from odf.opendocument import OpenDocumentText
+
+    document = OpenDocumentText()
+    outer = document.text
+    for depth in range(6):
+        section = text.Section(name=f"s{depth}")
+        outer.addElement(section)
+        outer = section
+    outer.addElement(text.P(text="deep words"))
+    odt = io.BytesIO()
+    document.write(odt)
+    assert "deep words" in parse("odt", odt.getvalue()).body
+    assert "deep words" not in parse("odt", odt.getvalue(), Budget(odf_nesting=3)).body
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.cell(row=1, column=1, value="header")
+    sheet.cell(row=120, column=1, value="late row")
+    xlsx = io.BytesIO()
+    book.save(xlsx)
+    assert "late row" in parse("xlsx", xlsx.getvalue()).body
+    assert "late row" not in parse("xlsx", xlsx.getvalue(), Budget(sheet_rows_read=100)).body
+
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    deck = Presentation()
+    shapes = deck.slides.add_slide(deck.slide_layouts[6]).shapes
+    for _ in range(5):
+        shapes = shapes.add_group_shape().shapes
+    shapes.add_textbox(Inches(1), Inches(1), Inches(2), Inches(1)).text_frame.text = "grouped words"
+    pptx = io.BytesIO()
+    deck.save(pptx)
+    assert "grouped words" in parse("pptx", pptx.getvalue()).body
+    assert "grouped words" not in parse("pptx", pptx.getvalue(), Budget(group_depth=3)).body
 
 
 @pytest.mark.parametrize("ext", ["docx", "odt", "pptx"])
@@ -317,20 +358,17 @@ def test_conversion_stops_once_the_text_or_cpu_budget_is_spent(
     build = {"docx": lambda: sample_docx(paragraphs=400), "odt": lambda: sample_odt(paragraphs=400)}
     data = build.get(ext, lambda: sample_pptx(slides=150))()
     written: list[int] = []
-    real_write = markdown.MarkdownWriter._write
+    real_write = markdown_writer.MarkdownWriter._write
     monkeypatch.setattr(
-        markdown.MarkdownWriter,
+        markdown_writer.MarkdownWriter,
         "_write",
         lambda self, text: (real_write(self, text), written.append(len(text))),
     )
-    monkeypatch.setattr(markdown, "MAX_TEXT_CHARS", 4000)
-    over = refused(ext, data)
+    over = refused(ext, data, Budget(text_chars=4000))
     assert over.reason == "over-budget" and "text is over 4,000 characters" in str(over)
     assert sum(written) <= 4000 and len(written) < 200  # stopped there: the file has 400 blocks
-    monkeypatch.setattr(markdown, "MAX_TEXT_CHARS", 16 * 1024 * 1024)
-    monkeypatch.setattr(markdown, "CPU_SECONDS", -1.0)
     written.clear()
-    slow = refused(ext, data)
+    slow = refused(ext, data, Budget(cpu_seconds=-1.0))
     assert slow.reason == "over-budget" and "took over" in str(slow)
     assert written == []
 
@@ -339,10 +377,9 @@ def test_too_many_members_are_refused_from_the_end_record_before_zipfile_lists_t
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     crowded = many_members(51)
-    monkeypatch.setattr(archive, "MAX_MEMBERS", 50)
     listed: list[int] = []
     monkeypatch.setattr(zipfile, "ZipFile", lambda *a, **k: listed.append(1))
-    crowd = refused("docx", crowded)
+    crowd = refused("docx", crowded, Budget(zip_members=50))
     assert crowd.reason == "over-budget" and "lists 51 members, over the 50-member budget" in str(crowd)
     assert listed == []
 
@@ -461,8 +498,7 @@ def test_images_and_embedded_files_are_never_inflated_and_whole_parsed_xml_has_i
     assert parse("docx", pictured).title == "Release Runbook"
     assert "word/media/image9.png" not in opened and "word/document.xml" in opened
     sheet = big_sheet_xlsx(rows=300, columns=40)
-    monkeypatch.setattr(archive, "PARSED_MAX_BYTES", 30 * 1024)
-    over = refused("docx", sample_docx())
+    over = refused("docx", sample_docx(), Budget(zip_parsed_bytes=30 * 1024))
     assert over.reason == "over-budget" and "XML parts unpack to over 0 MiB" in str(over)
     assert parse("xlsx", sheet).outline[0].title == "Sheet: Costs"  # a sheet is streamed, not parsed whole
 

@@ -19,10 +19,22 @@ from kbkit.errors import DocumentRefused
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import FILE_SIZE_CAP
 from kbkit.kb.formats import html, notebook
-from kbkit.kb.formats.extractors import parse_html, parse_notebook
-from kbkit.kb.formats.fences import fence_for
+from kbkit.kb.formats.base import ParsedText
+from kbkit.kb.formats.budget import BUDGET, Budget
+from kbkit.kb.formats.markdown_writer import fence_for
+from kbkit.kb.formats.registry import ALL_PARSERS
 from tests.helpers.project import make_project
 from tests.helpers.serve import document_text, serve_in_memory
+
+
+def parse_html(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    """A page read as the index reads it: through the registry and its failure wrapper."""
+    return ALL_PARSERS["html"].extract(data, budget)
+
+
+def parse_notebook(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+    return ALL_PARSERS["ipynb"].extract(data, budget)
+
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>Rollout guide</title>
@@ -203,21 +215,35 @@ def test_nesting_within_the_parsers_limit_is_read_without_recursion_and_lists_ar
     body = parse_html(lists).body
     assert body.count("item") == 1000
     widest = max(len(line) - len(line.lstrip(" ")) for line in body.splitlines())
-    assert widest <= 2 * html.MAX_NESTING  # deeper levels are written flat, not indented further
+    assert widest <= 2 * BUDGET.html_nesting  # deeper levels are written flat, not indented further
 
 
-def test_a_page_over_the_tag_budget_is_refused_before_it_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(html, "HTML_MAX_NODES", 100)
-    parse_html(b"<body>" + b"<p>x</p>" * 99)
+def test_how_deep_lists_indent_and_how_much_of_a_heading_is_read_are_the_budgets() -> None:
+    lists = b"<body>" + b"<ul><li>item" * 50 + b"</li></ul>" * 50
+
+    def widest(budget: Budget) -> int:
+        body = parse_html(lists, budget).body
+        assert body.count("item") == 50  # deeper levels are written flat, never dropped
+        return max(len(line) - len(line.lstrip(" ")) for line in body.splitlines())
+
+    assert widest(Budget(html_nesting=2)) < widest(Budget(html_nesting=8)) <= 2 * 8
+    small = Budget(heading_chars=20)
+    assert parse_html(b"<h1>" + b"word " * 100 + b"</h1>", small).title == "word word word word"
+    assert parse_notebook(notebook_json([markdown("# " + "word " * 100)]).encode(), small).headings == [
+        "word word word word"
+    ]
+
+
+def test_a_page_over_the_tag_budget_is_refused_before_it_is_parsed() -> None:
+    budget = Budget(html_nodes=100)
+    parse_html(b"<body>" + b"<p>x</p>" * 99, budget)
     with pytest.raises(DocumentRefused, match="has 101 tags, over the 100-node budget") as refused:
-        parse_html(b"<body>" + b"<p>x</p>" * 100)
+        parse_html(b"<body>" + b"<p>x</p>" * 100, budget)
     assert refused.value.reason == "over-budget"
 
 
-def test_attributes_count_against_the_node_budget_and_one_tag_may_not_have_over_256(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    many = b"<p " + b" ".join(b"a%d" % n for n in range(html.HTML_MAX_ATTRIBUTES + 1)) + b">x</p>"
+def test_attributes_count_against_the_node_budget_and_one_tag_may_not_have_over_256() -> None:
+    many = b"<p " + b" ".join(b"a%d" % n for n in range(BUDGET.html_attributes + 1)) + b">x</p>"
     with pytest.raises(
         DocumentRefused, match="a tag in the page has 257 attributes, over the 256"
     ) as refused:
@@ -227,18 +253,18 @@ def test_attributes_count_against_the_node_budget_and_one_tag_may_not_have_over_
     with pytest.raises(DocumentRefused, match="301 attributes"):
         parse_html(hidden)  # a `>` in a quoted value does not end the tag for the count either
     parse_html(b'<p title="' + b"word " * 1000 + b'" class=x>x</p>')  # words in a value are not attributes
-    monkeypatch.setattr(html, "HTML_MAX_NODES", 100)
-    parse_html(b"<body>" + b'<p class="c" id=i>x</p>' * 33)
+    budget = Budget(html_nodes=100)
+    parse_html(b"<body>" + b'<p class="c" id=i>x</p>' * 33, budget)
     with pytest.raises(DocumentRefused, match="over 100 tags and attributes"):
-        parse_html(b"<body>" + b'<p class="c" id=i>x</p>' * 34)
+        parse_html(b"<body>" + b'<p class="c" id=i>x</p>' * 34, budget)
 
 
-def test_a_page_whose_text_is_over_the_budget_is_refused_even_in_one_text_node(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(html, "HTML_MAX_TEXT_CHARS", 1000)
-    assert len(parse_html(b"<p>" + b"a" * 990 + b"</p>").body) == 990
-    assert parse_html(b"<p>" + b" \n" * 5000 + b"word</p>").body == "word"  # folded white space is not text
+def test_a_page_whose_text_is_over_the_budget_is_refused_even_in_one_text_node() -> None:
+    budget = Budget(text_chars=1000)
+    assert len(parse_html(b"<p>" + b"a" * 990 + b"</p>", budget).body) == 990
+    assert (
+        parse_html(b"<p>" + b" \n" * 5000 + b"word</p>", budget).body == "word"
+    )  # folded white space is not text
     for page in (
         b"<p>" + b"a" * 1001 + b"</p>",
         b"<p>word</p>" * 300,
@@ -246,8 +272,8 @@ def test_a_page_whose_text_is_over_the_budget_is_refused_even_in_one_text_node(
         b"<table>" + b"<tr><td>word</td></tr>" * 300 + b"</table>",  # counted before a cell holds it
         b"<ul>" + b"<li>word</li>" * 300 + b"</ul>",  # or a list item
     ):
-        with pytest.raises(DocumentRefused, match="the page's text is over") as refused:
-            parse_html(page)
+        with pytest.raises(DocumentRefused, match="the page's text is over 1,000 characters") as refused:
+            parse_html(page, budget)
         assert refused.value.reason == "over-budget"
 
 
@@ -267,19 +293,22 @@ def test_without_lxml_a_page_is_refused_as_parser_missing_with_the_fix(
     assert refused.value.reason == "parser-missing"
 
 
-def test_the_walk_stops_once_its_cpu_budget_is_spent(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(html, "HTML_CPU_SECONDS", -1.0)  # spent before the first element
-    with pytest.raises(DocumentRefused, match="converting the page took over") as refused:
-        parse_html(b"<p>x</p>")
+def test_the_walk_stops_once_its_cpu_budget_is_spent() -> None:
+    with pytest.raises(DocumentRefused, match="reading the page took over") as refused:
+        parse_html(b"<p>x</p>", Budget(cpu_seconds=-1.0))  # spent before the first element
     assert refused.value.reason == "over-budget"
 
 
 def test_a_wide_table_is_capped_in_columns_and_cells() -> None:
     cells = "".join(f"<td>c{n}</td>" for n in range(100))
-    body = parse_html(f"<table><tr>{cells}</tr><tr><td>{'w' * 5000}</td></tr></table>".encode()).body
-    header = body.splitlines()[0]
-    assert header.count(" | ") == html.TABLE_MAX_COLUMNS - 1 and header.endswith("c99 |")
-    assert max(len(line) for line in body.splitlines()) < html.CELL_MAX_CHARS + 200
+    page = f"<table><tr>{cells}</tr><tr><td>{'w' * 5000}</td></tr></table>".encode()
+    body = parse_html(page, Budget(table_columns=5, cell_chars=50)).body
+    header, _, row = body.splitlines()
+    assert header.count(" | ") == 4 and header.endswith(" ".join(f"c{n}" for n in range(4, 100)) + " |")
+    assert row == "| " + "w" * 50 + " |  |  |  |  |"
+    wide = parse_html(page).body.splitlines()  # the shipped budget: 30 columns, 500 characters a cell
+    assert wide[0].count(" | ") == BUDGET.table_columns - 1
+    assert "| " + "w" * BUDGET.cell_chars + " |" in wide[2]
 
 
 def test_nothing_a_page_links_to_is_loaded(tmp_path: Path) -> None:
@@ -357,19 +386,19 @@ def test_a_notebook_that_is_not_json_or_not_a_notebook_is_refused_in_one_line(da
 def test_a_notebook_over_the_json_value_budget_is_refused_before_it_is_parsed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(notebook, "NOTEBOOK_MAX_JSON_VALUES", 1000)
     parsed: list[bytes] = []
     monkeypatch.setattr(notebook.json, "loads", lambda data: parsed.append(data))
     bomb = b'{"nbformat": 4, "cells": [' + b"{}," * 600 + b"{}]}"
     with pytest.raises(DocumentRefused, match="over 1,000 JSON values .* clear its outputs") as refused:
-        parse_notebook(bomb)
+        parse_notebook(bomb, Budget(notebook_json_values=1000))
     assert refused.value.reason == "over-budget" and parsed == []
 
 
-def test_a_notebook_whose_text_is_over_the_budget_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(notebook, "NOTEBOOK_MAX_TEXT_CHARS", 1000)
-    with pytest.raises(DocumentRefused, match="the notebook's text is over") as refused:
-        parse_notebook(notebook_json([markdown("word " * 100)] * 3).encode())
+def test_a_notebook_whose_text_is_over_the_budget_is_refused() -> None:
+    cells = notebook_json([markdown("word " * 100)] * 3).encode()
+    assert parse_notebook(cells, Budget(text_chars=2000)).body.count("word") == 300
+    with pytest.raises(DocumentRefused, match="the notebook's text is over 1,000 characters") as refused:
+        parse_notebook(cells, Budget(text_chars=1000))
     assert refused.value.reason == "over-budget"
 
 

@@ -1,0 +1,103 @@
+"""The dense ranking: a query embedded once and scored against every stored chunk vector; a
+document's similarity mixes its opening's best cosine and its best passage's (PASSAGE_SHARE), and
+the passage holding that best window is where a hybrid hit may point. `search.py` fuses this
+ranking with BM25.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from kbkit.kb.semantic.chunks import MAX_CHUNKS
+from kbkit.kb.semantic.encoder import Encoder
+from kbkit.kb.store import Store
+
+PASSAGE_SHARE = 0.5
+"""A document's dense score: (1 - PASSAGE_SHARE) x its opening's best cosine + PASSAGE_SHARE x its
+best passage's (its opening's again when it has one passage). Measured against the best of all
+vectors and the opening alone (docs/benchmarks.md)."""
+
+
+class DenseIndex:
+    """The `search.DenseRanker` over the stored vectors, reloaded when the index changes."""
+
+    def __init__(self, store: Store, encoder: Encoder, *, passage_share: float = PASSAGE_SHARE) -> None:
+        self._store = store
+        self._encoder = encoder
+        self._share = passage_share
+        """PASSAGE_SHARE, unless a benchmark measures another."""
+        self._lock = threading.Lock()
+        self._version: tuple[int, int] | None = None
+        self._matrix: Any = None
+        self._starts: Any = None
+        self._offsets: Any = None
+        self._passage: Any = None
+        """Per row: a passage's window (else one of the page's opening)."""
+        self._doc_ids: list[int] = []
+        self._paths: list[str] = []
+
+    def _load(self) -> None:
+        np = self._encoder._np
+        conn = self._store.reader()
+        version = conn.execute("SELECT count(*), coalesce(max(rowid), 0) FROM embeddings").fetchone()
+        version = (self._store.data_version(), *version)
+        if version == self._version:
+            return
+        rows = conn.execute(
+            "SELECT e.doc_id, d.path, e.vector, e.start, e.chunk FROM embeddings e "
+            "JOIN documents d ON d.id = e.doc_id AND d.sha256 = e.sha256 "
+            "WHERE e.model = ? ORDER BY e.doc_id, e.chunk",
+            (self._encoder.model_key,),
+        ).fetchall()
+        doc_ids: list[int] = []
+        paths: list[str] = []
+        starts: list[int] = []
+        for index, (doc_id, path, *_) in enumerate(rows):
+            if not doc_ids or doc_ids[-1] != doc_id:
+                doc_ids.append(doc_id)
+                paths.append(path)
+                starts.append(index)
+        blob = b"".join(row[2] for row in rows)
+        width = len(rows[0][2]) // 2 if rows else 0
+        self._matrix = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), width).astype(np.float32)
+        self._starts = np.array(starts, dtype=np.int64)
+        self._offsets = np.array([row[3] for row in rows], dtype=np.int64)
+        self._passage = np.array([row[4] >= MAX_CHUNKS for row in rows], dtype=bool)
+        self._doc_ids, self._paths = doc_ids, paths
+        self._version = version
+
+    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
+        """The `limit` documents most like `query`: (doc_id, score, where the text of its most
+        similar passage window starts, or of its opening window for a page of one passage), best
+        first. The score mixes the opening's best cosine and the best passage's (PASSAGE_SHARE)."""
+        np = self._encoder._np
+        vector = self._encoder.encode([query])[0]
+        with self._lock:
+            self._load()
+            if not self._doc_ids:
+                return []
+            cosines = self._matrix @ vector
+            bounds, offsets, passage = self._starts, self._offsets, self._passage
+            doc_ids, paths = self._doc_ids, self._paths
+        opening = np.where(passage, -np.inf, cosines)
+        inside = np.where(passage, cosines, -np.inf)
+        opening_best = np.maximum.reduceat(opening, bounds)
+        passage_best = np.maximum.reduceat(inside, bounds)
+        passage_best = np.where(np.isfinite(passage_best), passage_best, opening_best)
+        scores = (1 - self._share) * opening_best + self._share * passage_best
+        if path_prefix:
+            keep = np.array([path.startswith(path_prefix) for path in paths])
+            scores = np.where(keep, scores, -np.inf)
+        count = min(limit, len(doc_ids))
+        top = np.argpartition(-scores, count - 1)[:count]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        ranked = []
+        for i in top:
+            if not np.isfinite(scores[i]):
+                continue
+            low = int(bounds[i])
+            high = int(bounds[i + 1]) if i + 1 < len(bounds) else len(cosines)
+            rows = inside[low:high] if passage[low:high].any() else cosines[low:high]
+            ranked.append((doc_ids[i], float(scores[i]), int(offsets[low + int(np.argmax(rows))])))
+        return ranked
