@@ -58,7 +58,8 @@ class Client:
     path: str
     """Where the config lives, relative to the project root (user-level clients: a ready snippet)."""
     format: str
-    """json | jsonc (comments allowed, shared with other settings) | toml"""
+    """json | jsonc (comments allowed, shared with other settings) | toml | toml-tables (servers as
+    an array of tables that name themselves, kbkit/sync/merge.py)"""
     root_key: tuple[str, ...]
     """The object the server entries live in."""
     template: str
@@ -460,6 +461,21 @@ CLIENTS: dict[str, Client] = {
             None,
             user_config="~/.kimi/mcp.json (or $KIMI_SHARE_DIR/mcp.json)",
             source="kimi-cli 1.52.0 (PyPI) kimi_cli/cli/mcp.py, kimi_cli/share.py",
+        ),
+        Client(
+            "mistral-vibe",
+            "Mistral Vibe",
+            ".vibe/config.toml",
+            "toml-tables",
+            ("mcp_servers",),
+            "vibe",
+            None,
+            http=False,
+            extra=(("startup_timeout_sec", START_UP_SECONDS),),
+            caveat="trust the folder when Mistral Vibe asks: it reads .vibe/config.toml only in a trusted "
+            "folder",
+            source="mistral-vibe 3.0.3 (PyPI) vibe/core/config/models.py (MCPStdio, startup_timeout_sec "
+            "default 10 s), vibe/core/config/layers/project.py, vibe/core/trusted_folders.py",
         ),
         Client(
             "openhands",

@@ -109,7 +109,7 @@ def render_entry(client: Client, source: EntrySource) -> dict[str, Any]:
             "command": source.command[0],
             "args": [*source.command[1:], *args],
         }
-    suffix = "toml" if client.format == "toml" else "json"
+    suffix = "toml" if client.format.startswith("toml") else "json"
     text = _environment().get_template(f"{client.template}.{suffix}.j2").render(name=source.name, **context)
     entry: dict[str, Any] = tomllib.loads(text) if suffix == "toml" else json.loads(text)
     return _finish(entry, client, source)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import time
 import tomllib
@@ -49,7 +50,12 @@ pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("launch-as-agent")]
 
 # -- how each agent reads its file -------------------------------------------------------------
 
-PARSERS: dict[str, Callable[[str], Any]] = {"json": json.loads, "jsonc": jsonc.loads, "toml": tomllib.loads}
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "json": json.loads,
+    "jsonc": jsonc.loads,
+    "toml": tomllib.loads,
+    "toml-tables": tomllib.loads,
+}
 
 _NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
 DIALECTS: dict[str | None, re.Pattern[str] | None] = {
@@ -130,6 +136,15 @@ def _grok(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
     return Launch(transport["command"], list(transport.get("args", [])), dict(transport.get("env", {})))
 
 
+def _vibe(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
+    """Mistral Vibe (vibe/core/config/models.py MCPStdio.argv): `command`, a list or a shell-split
+    string, then `args`."""
+    command = entry["command"] if isinstance(entry["command"], list) else shlex.split(entry["command"])
+    return Launch(
+        command[0], [*command[1:], *entry.get("args", [])], dict(entry.get("env", {})), entry.get("cwd")
+    )
+
+
 READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
     "typed": lambda entry, _: _stdio_or_http(entry, "url"),  # Claude Code, VS Code (a "type" key)
     "plain": lambda entry, _: _stdio_or_http(entry, "url"),
@@ -140,15 +155,18 @@ READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
     "codex": _codex,
     "goose": _goose,
     "grok": _grok,
+    "vibe": _vibe,
 }
 """The client table's template column (the entry's shape) -> how its agent reads an entry."""
 
 
 def read_entry(root: Path, client: ClientRow, server_name: str = "kb") -> dict[str, Any]:
     data = PARSERS[client.format]((root / client.path).read_text(encoding="utf-8"))
-    for key in (*client.root_key, server_name):
+    for key in client.root_key:
         data = data[key]
-    return data
+    if client.format == "toml-tables":  # Mistral Vibe: the table whose `name` is the server's
+        return dict(next(item for item in data if item["name"] == server_name))
+    return data[server_name]
 
 
 def launch_of(root: Path, client: ClientRow, agent_env: Mapping[str, str]) -> Launch:

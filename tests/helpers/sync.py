@@ -81,10 +81,12 @@ def run_sync(root: Path, **options: Any) -> SyncReport:
 
 
 def argv_of(client: Client, entry: dict[str, Any]) -> list[str]:
-    """The argv a stdio entry runs: one array (opencode, Kilo Code), `cmd` and `args` (Goose), or
-    `command` and `args`."""
+    """The argv a stdio entry runs: one array (opencode, Kilo Code; Mistral Vibe's `command` list
+    and `args`), `cmd` and `args` (Goose), or `command` and `args`."""
     if client.template == "opencode":
         return list(entry["command"])
+    if client.template == "vibe":
+        return [*entry["command"], *entry["args"]]
     return [entry["cmd" if client.template == "goose" else "command"], *entry["args"]]
 
 
@@ -92,7 +94,9 @@ def read_entry(root: Path, client: str) -> Any:
     """kb's entry as the client's file holds it (parsed with that format's parser)."""
     spec = CLIENTS[client]
     text = (root / spec.path).read_text()
-    data = tomllib.loads(text) if spec.format == "toml" else jsonc.loads(text)
-    for key in (*spec.root_key, "kb"):
+    data = tomllib.loads(text) if spec.format.startswith("toml") else jsonc.loads(text)
+    for key in spec.root_key:
         data = data[key]
-    return data
+    if spec.format == "toml-tables":  # an array of tables, each naming itself (Mistral Vibe)
+        return next(item for item in data if item["name"] == "kb")
+    return data["kb"]

@@ -39,6 +39,7 @@ ALLOWED_KEYS = {
     "roo": {"type", "command", "args", "env", "url", "headers", "alwaysAllow"},
     "goose": {"type", "name", "enabled", "cmd", "args", "envs", "uri", "headers", "timeout"},
     "grok": {"name", "command", "args", "env", "transport"},
+    "vibe": {"name", "transport", "command", "args", "env", "cwd", "startup_timeout_sec"},
     "gemini": {"command", "args", "env", "cwd", "httpUrl", "url", "headers", "discoveryTimeoutMs"},
     "opencode": {"type", "command", "environment", "url", "headers", "enabled", "timeout"},
     "codex": {
@@ -90,7 +91,7 @@ def test_outputs_parse_back_with_each_format_s_real_parser(tmp_path: Path) -> No
     run_sync(root)
     for client in CLIENTS.values():
         text = (root / client.path).read_text()
-        if client.format == "toml":
+        if client.format.startswith("toml"):
             tomllib.loads(text)
         else:
             json.loads(text)  # kbkit's own files are plain JSON, even where comments are allowed
@@ -523,7 +524,7 @@ def test_fresh_outputs_match_the_golden_files_byte_for_byte(tmp_path: Path, vari
     root = git_repo(tmp_path, extra=VARIANTS[variant])
     run_sync(root)
     for name, client in CLIENTS.items():
-        ext = "toml" if client.format == "toml" else "json"
+        ext = "toml" if client.format.startswith("toml") else "json"
         text = (root / client.path).read_text()
         text = text.replace(str(root.resolve()), "/ROOT").replace(
             render.kbkit_command()[0], "/VENV/bin/kbkit"
