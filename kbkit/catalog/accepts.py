@@ -63,6 +63,11 @@ def _url_and_command(entry: Mapping[str, Any]) -> bool:
     return "serverUrl" in entry and "command" in entry
 
 
+def _split_command(entry: Mapping[str, Any]) -> bool:
+    command = entry.get("command")
+    return isinstance(command, str) and any(space in command for space in " \t")
+
+
 def _goose_without_cmd(entry: Mapping[str, Any]) -> bool:
     return entry.get("type") == "stdio" and "cmd" not in entry
 
@@ -114,6 +119,14 @@ ENTRY_RULES: tuple[EntryRule, ...] = (
         'connects to `"serverUrl"` and ignores `"command"` when an entry has both (as measured by '
         "stbenjam/skillsaw)",
         "keep one of them: kbkit sync --force",
+    ),
+    EntryRule(
+        ("mistral-vibe",),
+        "Mistral Vibe 3.0.3",
+        _split_command,
+        'splits a string `"command"` like a shell (vibe/core/config/models.py), so a path with a space '
+        "runs another program",
+        "kbkit sync --force (kbkit writes the command as a list)",
     ),
     EntryRule(
         ("goose",),

@@ -81,6 +81,11 @@ def test_doctor_says_which_selected_agents_are_at_end_of_life_and_still_checks_t
 
 
 BROKEN = {
+    "mistral-vibe": (
+        "mistral-vibe",
+        ".vibe/config.toml",
+        {"name": "kb", "transport": "stdio", "command": "/home/a b/.venv/bin/kbkit", "args": []},
+    ),
     "kilo": (
         "kilo",
         ".kilo/kilo.json",
@@ -105,6 +110,11 @@ def test_doctor_fails_an_entry_its_agent_reads_another_way(tmp_path: Path, clien
     root = project(tmp_path, [name])
     key = CLIENTS[name].root_key[0]
     (root / path).parent.mkdir(parents=True, exist_ok=True)
-    (root / path).write_text(json.dumps({key: {"kb": entry}}))
+    if CLIENTS[name].format == "toml-tables":  # Mistral Vibe: [[mcp_servers]]
+        (root / path).write_text(
+            f"[[{key}]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in entry.items())
+        )
+    else:
+        (root / path).write_text(json.dumps({key: {"kb": entry}}))
     ((status, finding),) = [f for f in findings(root) if "end of life" not in f[1]]
     assert status == "fail" and finding.startswith(f"{path}: "), finding
