@@ -126,14 +126,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-
-
-
-
-
-
-
-
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     """One `kbkit serve --http` over SAMPLE_DOCS, started once for a module's tests that only send
@@ -144,5 +136,3 @@ def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer
     ).wait_ready()
     yield server
     server.stop()
-
-

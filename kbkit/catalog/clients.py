@@ -85,6 +85,9 @@ class Client:
     """always | http (only for a direct HTTP entry, which names MCP_TOKEN) | preapprove"""
     source: str = ""
     """Where the facts of this row come from (docs/clients.md has the detail)."""
+    server_file: str | None = None
+    """For a client that keeps one file per server (Continue): where a team server's file goes,
+    `{server}` being its name; None: team servers go into `path` beside kb."""
     aliases: tuple[str, ...] = ()
     """Other names `[sync] clients` and `--only` accept for this row: an id it had before a rename."""
     end_of_life: str | None = None
@@ -98,6 +101,10 @@ class Client:
     def step(self, server: str) -> str | None:
         """The caveat for a server of this name."""
         return self.caveat.replace("{server}", server) if self.caveat else None
+
+    def path_for(self, server: str) -> str:
+        """The file a team server's entry goes in."""
+        return self.server_file.replace("{server}", server) if self.server_file else self.path
 
 
 CLIENTS: dict[str, Client] = {
@@ -369,6 +376,7 @@ CLIENTS: dict[str, Client] = {
             source="continuedev/continue docs/customize/deep-dives/mcp.mdx",
             end_of_life="Continue's team joined Cursor and continuedev/continue is read-only after its "
             "final release: Continue keeps reading .continue/mcpServers, but gets no fixes",
+            server_file=".continue/mcpServers/{server}.json",
         ),
         Client(
             "trae",

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from kbkit import __version__
-from kbkit.cli import connect, doctor, index, init, search, serve, skills, sync, token, trust
+from kbkit.cli import connect, doctor, index, init, run, search, serve, servers, skills, sync, token, trust
 from kbkit.cli.boundary import KbkitGroup
 
 app = typer.Typer(
@@ -30,12 +30,14 @@ for command in (
     serve.serve,
     sync.sync,
     connect.connect,
+    run.run,
     doctor.doctor,
     trust.trust,
 ):
     app.command()(command)
 app.add_typer(skills.app, name="skills")
 app.add_typer(token.app, name="token")
+app.add_typer(servers.app, name="servers")
 
 
 def _version(value: bool) -> None:

@@ -46,12 +46,13 @@ def sync(
         if mode == "dry-run":
             for diff in report.diffs.values():
                 typer.echo(diff, nl=False)
-        width = max([len(o.client) for o in report.outcomes] + [6])
+        labels = [o.client + (f" [{o.server}]" if o.server else "") for o in report.outcomes]
+        width = max([len(label) for label in labels] + [6])
         path_width = max([len(o.path) for o in report.outcomes] + [4])
-        for outcome in report.outcomes:
+        for label, outcome in zip(labels, report.outcomes, strict=True):
             action = outcome.action + (f" ({outcome.reason})" if outcome.reason else "")
             step = f"  -> {outcome.next_step}" if outcome.next_step else ""
-            typer.echo(f"{outcome.client:<{width}}  {outcome.path:<{path_width}}  {action}{step}")
+            typer.echo(f"{label:<{width}}  {outcome.path:<{path_width}}  {action}{step}")
         typer.echo(f".gitignore: kbkit block {report.gitignore}")
         for note in report.notes:
             typer.echo(f"note: {note}")

@@ -12,7 +12,7 @@ from typing import Any
 
 import tomlkit
 
-from kbkit.config.model import KeyDoc, key_docs, sections
+from kbkit.config.model import SERVER_PLACEHOLDER, KeyDoc, key_docs, sections
 
 HEADER = """\
 kbkit configuration: the one source of truth for the kb server and every agent's config.
@@ -61,7 +61,7 @@ def starter_config(kb_path: str = "docs") -> str:
 
 
 def _table(dotted: str, docs: list[KeyDoc], kb_path: str, *, opt_in: bool) -> list[str]:
-    lines = [f"[{dotted}]"]
+    lines = [f"[{dotted.replace(SERVER_PLACEHOLDER, 'tracker')}]"]  # an example name, valid when uncommented
     for doc in docs:
         lines += _comment(doc.doc[:1].upper() + doc.doc[1:] + ".")
         if (doc.section, doc.name) == ("kb", "path"):

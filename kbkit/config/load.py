@@ -28,8 +28,10 @@ from kbkit.config.model import (
     Server,
     Skills,
     Sync,
+    TeamServer,
     keys,
     nearest,
+    section_at,
     sections,
 )
 from kbkit.errors import ConfigError
@@ -89,6 +91,11 @@ class Settings:
     @property
     def search(self) -> Search:
         return self.config.search
+
+    @property
+    def servers(self) -> Mapping[str, TeamServer]:
+        """The team's other MCP servers, `[servers.<name>]`, by name."""
+        return self.config.servers
 
     @property
     def exclude_dirs(self) -> tuple[str, ...]:
@@ -314,7 +321,7 @@ def _unknown(loc: tuple[str, ...], value: Any, parent: type[Section] | None, fil
             key=name,
             fix="put keys under a section such as [kb]; sections: " + ", ".join(f"[{t}]" for t in tables),
         )
-    if isinstance(value, dict):
+    if isinstance(value, dict) and parent is not TeamServer:
         dotted = ".".join(loc)
         return ConfigError(
             f"unknown section [{dotted}]{nearest(dotted, tables)}",
@@ -331,7 +338,7 @@ def _unknown(loc: tuple[str, ...], value: Any, parent: type[Section] | None, fil
 
 
 def _section_at(loc: tuple[str, ...]) -> type[Section] | None:
-    return dict(sections()).get(".".join(loc)) if loc else KbkitConfig
+    return section_at(loc)
 
 
 def _example(section: type[Section] | None, name: str) -> str:

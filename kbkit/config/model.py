@@ -33,8 +33,9 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 
 from kbkit.catalog.agents import resolve
-from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, TOKEN_VAR, canonical
+from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, START_UP_SECONDS, TOKEN_VAR, canonical
 from kbkit.catalog.filetypes import FILE_TYPES
+from kbkit.config.variables import BadReference, references
 from kbkit.errors import UnknownAgent
 
 KB_TOOL_NAMES = ("search", "get_document")
@@ -243,6 +244,9 @@ class Http(Section):
     allowed_hosts: Names = key((), "extra Host header values accepted", example=("kb.internal:*",))
     allowed_origins: Names = key((), "extra Origin values accepted", example=("https://app.example",))
     max_sessions: Count = key(100, "most 2025-11-25 sessions open at once")
+    max_sessions_per_principal: Count = key(
+        20, "most 2025-11-25 sessions one principal (a token's name, an OAuth subject, shared) holds"
+    )
     session_idle_timeout: Count = key(1800, "seconds before an idle 2025-11-25 session expires")
     max_connections: Count = key(
         1000, "most HTTP connections open at once (fewer if the open-file limit is low)"
@@ -371,6 +375,139 @@ class Memory(Section):
         return self.url.replace("{bank}", self.bank)
 
 
+SERVER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""A team server's name: what agents show and build tool names from (`mcp__<name>__<tool>`)."""
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+URL_SECRET_WORDS = ("token", "key", "secret", "password", "auth", "sig")
+
+
+def _one_line(value: str, what: str) -> str:
+    if any(ch in value for ch in "\n\r\0"):
+        raise Invalid(f"{what} holds a line break or a NUL byte; a value must be one line")
+    return value
+
+
+def _references_ok(value: str, what: str) -> None:
+    try:
+        references(value)
+    except BadReference as exc:
+        raise Invalid(f"{what}: {exc}") from None
+
+
+def _team_url(value: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise Invalid(f"{value!r} is not an http(s) URL", key="url")
+    if parts.scheme == "http" and parts.hostname not in LOOPBACK:
+        raise Invalid(f"{value!r}: plain http only on loopback; use https", key="url")
+    if parts.username or parts.password:
+        raise Invalid(
+            "put no credentials in the URL; move them to a header such as "
+            'headers = { Authorization = "Bearer ${NAME}" } and the value to .env.local',
+            key="url",
+        )
+    for pair in parts.query.split("&"):
+        name, _, found = pair.partition("=")
+        if found and any(w in name.lower() for w in URL_SECRET_WORDS) and not references(found):
+            raise Invalid(
+                f"the URL's {name!r} looks like a secret written out; write {name}=${{NAME}} and put "
+                "NAME=... in .env.local (or run `kbkit servers import`)",
+                key="url",
+            )
+
+
+class TeamServer(Section):
+    """Another MCP server the team uses, wired by `kbkit sync` next to kb for every agent. A value may
+    name variables, `${NAME}`, set in .env.local or the environment: kbkit substitutes them when it
+    starts the server, so no file an agent reads holds a secret."""
+
+    opt_in: ClassVar[bool] = True
+
+    command: Names = key(
+        (), "a stdio server: the command and its arguments", example=("npx", "-y", "@acme/tracker-mcp")
+    )
+    url: StrictStr = key("", "or a remote server's streamable HTTP URL (https; http only on loopback)")
+    env: dict[StrictStr, StrictStr] = key(
+        {},
+        "variables a stdio server gets (besides PATH, HOME and locale); values may name ${VARS}",
+        example={"TRACKER_TOKEN": "${TRACKER_TOKEN}"},
+    )
+    headers: dict[StrictStr, StrictStr] = key(
+        {}, 'HTTP headers a remote server gets, e.g. { Authorization = "Bearer ${WIKI_TOKEN}" }'
+    )
+    clients: ClientNames = key((), "the agents that get this server (default: [sync] clients)")
+    preapprove: Names = key(
+        (), "tool names the team deems read-only: pre-approved where an agent allows (never all)"
+    )
+    startup_timeout: Seconds = key(
+        START_UP_SECONDS, "seconds an agent (and kbkit doctor) gives the server to start"
+    )
+
+    @model_validator(mode="after")
+    def _valid(self) -> TeamServer:
+        if bool(self.command) == bool(self.url):
+            raise Invalid(
+                "set either command (a stdio server) or url (a remote one)"
+                + (", not both" if self.command else ""),
+                key="command" if self.command else None,
+            )
+        if self.command and not self.command[0].strip():
+            raise Invalid("the command's first word is empty", key="command")
+        if self.command and self.headers:
+            raise Invalid("headers are for a url; a stdio server takes env", key="headers")
+        if self.url and self.env:
+            raise Invalid("env is for a command; a remote server takes headers", key="env")
+        for at, value in enumerate(self.command):
+            _one_line(value, f"command[{at}]")
+            _references_ok(value, f"command[{at}]")
+        if self.url:
+            _one_line(self.url, "url")
+            _references_ok(self.url, "url")
+            _team_url(self.url)
+        for table, pattern, example in (
+            ("env", re.compile(r"[A-Za-z_][A-Za-z0-9_]*"), "TRACKER_TOKEN"),
+            ("headers", HEADER_NAME, "Authorization"),
+        ):
+            for name, value in getattr(self, table).items():
+                if not pattern.fullmatch(name):
+                    raise Invalid(f"{name!r} is not a valid name here; e.g. {example}", key=table)
+                _one_line(value, f"{table}.{name}")
+                _references_ok(value, f"{table}.{name}")
+        for tool in self.preapprove:
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", tool):
+                raise Invalid(f"{tool!r} is not a tool name (letters, digits, _ . -)", key="preapprove")
+            if tool in ("*", "all"):
+                raise Invalid("name tools one by one; a whole server is never pre-approved", key="preapprove")
+        return self
+
+    @property
+    def remote(self) -> bool:
+        return bool(self.url)
+
+    @property
+    def variables(self) -> list[str]:
+        """The variables this server's values name, each once."""
+        values = [*self.command, self.url, *self.env.values(), *self.headers.values()]
+        return list(dict.fromkeys(name for value in values for name in references(value)))
+
+    @property
+    def plain(self) -> bool:
+        """Nothing to substitute or add: an agent can start it (or reach it) from its entry alone."""
+        return not (self.variables or self.env or self.headers)
+
+
+def _server_names(servers: dict[str, TeamServer]) -> dict[str, TeamServer]:
+    for name in servers:
+        if not SERVER_NAME.fullmatch(name):
+            raise Invalid(
+                f"{name!r} is not a server name: use letters, digits, '_' and '-' (at most 64, starting "
+                "with a letter or digit); agents build tool names from it",
+                key=name,
+            )
+    return servers
+
+
 class KbkitConfig(Section):
     """kbkit.toml, overlaid by kbkit.local.toml."""
 
@@ -381,6 +518,22 @@ class KbkitConfig(Section):
     sync: Sync = Sync()
     skills: Skills = Skills()
     memory: Memory = Memory()
+    servers: Annotated[dict[StrictStr, TeamServer], AfterValidator(_server_names)] = Field(
+        default_factory=dict
+    )
+
+    @model_validator(mode="after")
+    def _no_clash(self) -> KbkitConfig:
+        if self.server.name in self.servers:
+            raise Invalid(
+                f"is named like the kb server ([server] name = {self.server.name!r}); rename one of them",
+                key=f"servers.{self.server.name}",
+            )
+        return self
+
+
+SERVER_PLACEHOLDER = "<name>"
+"""How the table of one team server is named in documentation: `[servers.<name>]`."""
 
 
 @dataclass(frozen=True)
@@ -397,20 +550,34 @@ class KeyDoc:
 
 
 def sections(model: type[Section] = KbkitConfig, prefix: str = "") -> Iterator[tuple[str, type[Section]]]:
-    """Every table of kbkit.toml, in file order, with its dotted name."""
+    """Every table of kbkit.toml, in file order, with its dotted name (a table per team server is
+    named `servers.<name>`)."""
     for name, info in model.model_fields.items():
         sub = _section_type(info)
         if sub is not None:
             dotted = f"{prefix}{name}"
             yield dotted, sub
             yield from sections(sub, f"{dotted}.")
+        elif _named_tables(info) is not None:
+            dotted = f"{prefix}{name}.{SERVER_PLACEHOLDER}"
+            yield dotted, _named_tables(info)  # type: ignore[misc]
 
 
 def keys(section: type[Section]) -> Iterator[tuple[str, FieldInfo]]:
     """The keys of one table (not its sub-tables)."""
     for name, info in section.model_fields.items():
-        if _section_type(info) is None:
+        if _section_type(info) is None and _named_tables(info) is None:
             yield name, info
+
+
+def section_at(loc: tuple[str, ...]) -> type[Section] | None:
+    """The table at a dotted location such as ("servers", "wiki"), or None."""
+    if not loc:
+        return KbkitConfig
+    found = dict(sections())
+    if len(loc) == 2 and loc[0] == "servers":
+        return found.get(f"servers.{SERVER_PLACEHOLDER}")
+    return found.get(".".join(loc))
 
 
 def key_docs() -> Iterator[KeyDoc]:
@@ -424,6 +591,15 @@ def key_docs() -> Iterator[KeyDoc]:
                 info.examples[0] if info.examples else None,
                 section.opt_in,
             )
+
+
+def _named_tables(info: FieldInfo) -> type[Section] | None:
+    """For `dict[str, Section]` (one table per name, `[servers.<name>]`): the table's type."""
+    args = getattr(info.annotation, "__args__", None)
+    if getattr(info.annotation, "__origin__", None) is not dict or not args:
+        return None
+    value = args[-1]
+    return value if isinstance(value, type) and issubclass(value, Section) else None
 
 
 def _section_type(info: FieldInfo) -> type[Section] | None:

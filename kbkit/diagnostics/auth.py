@@ -12,7 +12,7 @@ def check_auth(ctx: Context) -> list[Finding]:
         return []
     from kbkit.catalog.clients import PERSONAL_TOKEN_VAR, TOKEN_VAR
     from kbkit.errors import TokensFileError
-    from kbkit.server.auth.plan import tokens_path
+    from kbkit.server.auth.plan import ANONYMOUS_VAR, tokens_path
     from kbkit.server.auth.tokens import now_utc, read_tokens
 
     settings = ctx.settings
@@ -36,6 +36,37 @@ def check_auth(ctx: Context) -> list[Finding]:
             f"`kbkit token create NAME` per person, each puts theirs in .env.local as {PERSONAL_TOKEN_VAR}, "
             f"then remove {TOKEN_VAR} from the server's .env.local",
         )
+    if settings.env.get(ANONYMOUS_VAR, "") in ("1", "true", "yes"):
+        findings.append(
+            Finding(
+                "auth",
+                "warn",
+                f"{ANONYMOUS_VAR}=1: a `kbkit serve --http` started while no token or [server.http.oauth] "
+                "existed runs without auth, and ignores personal tokens created after it started"
+                + (f" (there are {len(records)} now)" if records else ""),
+                f"restart the server after `kbkit token create NAME`, and remove {ANONYMOUS_VAR} "
+                "outside local development",
+            )
+        )
+    from kbkit.config.trust import auth_trust
+    from kbkit.server.auth.plan import stale_settings
+
+    running = stale_settings(settings)
+    if running is not None and running[1]:
+        pid, keys = running
+        findings.append(
+            Finding(
+                "auth",
+                "warn",
+                f"the kbkit serve --http running here (pid {pid}) started with other "
+                f"{', '.join(f'[server.http] {key}' for key in keys)}: it does not apply them while serving",
+                "restart it to apply them",
+            )
+        )
+
+    trust = auth_trust(settings)
+    if trust.widened:
+        findings.append(Finding("auth", "warn", trust.waiting(), trust.fix()))
     oauth = settings.http.oauth
     if oauth.issuer:
         findings.append(_issuer(oauth.issuer))

@@ -14,6 +14,7 @@ from kbkit.diagnostics.http import check_http, check_remote
 from kbkit.diagnostics.memory import check_memory
 from kbkit.diagnostics.project import check_config, check_index, check_state_dir
 from kbkit.diagnostics.search import check_parsers, check_search
+from kbkit.diagnostics.servers import check_servers
 from kbkit.diagnostics.skills import check_skills
 from kbkit.diagnostics.sync import check_client_commands, check_client_entries, check_sync
 from kbkit.errors import KbkitError
@@ -118,6 +119,14 @@ CHECKS: list[Check] = [
         "an entry or file that agent's version refuses or ignores (an older kbkit's, or a hand edit)",
         "`kbkit sync --force`; the finding names the agent, the key and why",
         check_client_entries,
+    ),
+    Check(
+        "servers",
+        "an agent lists a team server as failed, or without its tools",
+        "a variable unset in .env.local, the command not installed here, the server refusing the "
+        "headers (HTTP status), or not answering in time",
+        "the finding names it; `kbkit run NAME` starts the server by hand with the same environment",
+        check_servers,
     ),
     Check(
         "skills",

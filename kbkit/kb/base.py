@@ -137,11 +137,30 @@ class KnowledgeBase:
         return search.search(self.store, self.registry, query, dense=self.dense_ranker(), **options)
 
     def load(self, path: str, *, offset: int = 0, max_tokens: int | None = None) -> Document:
-        """Any file under the kb folder with a registered extension, indexed or not; with
-        `max_tokens`, the section at `offset` within that many tokens (kbkit/kb/reads.py)."""
+        """Any file under the kb folder with a registered extension, indexed or not, except kbkit's
+        own state; with `max_tokens`, the section at `offset` within that many tokens (kbkit/kb/reads.py)."""
+        self._refuse_private(path)
         return documents.load_document(
             self.settings.kb_path, path, self.registry, offset=offset, max_tokens=max_tokens
         )
+
+    def _refuse_private(self, path: str) -> None:
+        """kbkit's state folder (`.kbkit/`: the index, the tokens file) and a tokens file set
+        elsewhere (with its lock and temporary files) are never served, whatever the kb folder holds."""
+        documents.check_path(path)
+        settings = self.settings
+        target = (settings.kb_path / path).resolve()
+        private = [settings.state_dir.resolve()]
+        if settings.http.tokens_file:
+            private.append((settings.root / settings.http.tokens_file).resolve())
+        for place in private:
+            sibling = target.parent == place.parent and target.name.startswith(
+                (f"{place.name}.", f".{place.name}.")  # tokens.json.lock, .tokens.json.XXXX.tmp
+            )
+            if target == place or place in target.parents or sibling:
+                raise DocumentRefused(
+                    "private", f"{path!r} is kbkit's own state (tokens, index), which is never served"
+                )
 
     def load_servable(self, path: str) -> Document:
         """Only what the resource listing offers: the guard sequence, bounded by the index."""

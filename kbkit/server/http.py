@@ -87,6 +87,7 @@ class HttpPlan:
     allowed_origins: tuple[str, ...]
     max_sessions: int
     session_idle_timeout: int
+    max_sessions_per_principal: int
     max_connections: int
     """`[server.http] max_connections`, lowered where the open-file limit would not hold that many."""
     client_timeout: int
@@ -169,6 +170,7 @@ def plan_http(
         allowed_hosts=tuple(dict.fromkeys(allowed_hosts)),
         allowed_origins=tuple(dict.fromkeys([*LOOPBACK_ORIGINS, *settings.http.allowed_origins])),
         max_sessions=settings.http.max_sessions,
+        max_sessions_per_principal=settings.http.max_sessions_per_principal,
         session_idle_timeout=settings.http.session_idle_timeout,
         max_connections=budget,
         client_timeout=settings.http.client_timeout,
@@ -233,10 +235,16 @@ def health_route(drain: Drain) -> Route:
 
 
 def build_app(server: Server[Any], plan: HttpPlan, drain: Drain | None = None) -> ASGIApp:
+    from kbkit.server.auth.share import Shares
     from kbkit.server.auth.wiring import gated
 
     drain = drain or Drain(plan.drain_seconds)
-    routes, wrap = gated(plan.auth, plan.url, plan.kb_tools, open_paths=(HEALTH_PATH,))
+    shares = Shares(
+        max_sessions=plan.max_sessions,
+        per_principal=plan.max_sessions_per_principal,
+        idle_timeout=plan.session_idle_timeout,
+    )
+    routes, wrap = gated(plan.auth, plan.url, plan.kb_tools, open_paths=(HEALTH_PATH,), shares=shares)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         max_request_body_size=MAX_BODY_BYTES,

@@ -253,8 +253,19 @@ class LiveIndex:
         except KbkitError as exc:
             self.report(f"config: {exc}; keeping the previous settings")
             return
+        before = self.kb.settings.config.server.http
         self.kb.reconfigure(settings)
+        stale = [
+            f"[server.http] {name}"
+            for name in type(before).model_fields
+            if getattr(before, name) != getattr(settings.config.server.http, name)
+        ]
         self.report("config: kbkit.toml changed; parsers and ignore rules applied")
+        if stale:
+            self.report(
+                f"config: {', '.join(stale)} changed too, which a running server does not apply (who may "
+                "call, limits, the bind): restart it for them to take effect; until then the old values hold"
+            )
 
     async def _monitor(self) -> None:
         assert self._poke is not None, "start run() first"

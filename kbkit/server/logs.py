@@ -5,11 +5,17 @@ goes through one handler. A flood of one kind (a client sending garbage in a loo
 out of file descriptors) becomes one line per kind per interval: the first record is printed, the
 rest are counted, and once the interval is over (or the server stops) the last of them is
 printed with the count, so stderr stays small whatever a client does.
+
+A kind is a logger and a message template. Libraries often log client text already formatted in
+(`Invalid Origin header: <the header>`), which would make every record its own kind: a record
+without arguments is keyed by its text up to the first colon, digits folded. And no line carries
+more than MAX_MESSAGE characters of a message, so a 16 KiB header never reaches the log whole.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import threading
 import time
@@ -20,6 +26,17 @@ REPEAT_INTERVAL = 10.0
 """Seconds during which further records of one kind are counted instead of printed."""
 MAX_KINDS = 1000
 """Kinds (a logger and a message template) remembered at once; past that the oldest are forgotten."""
+MAX_MESSAGE = 256
+"""Characters of one message printed; the rest is counted, not shown."""
+_DIGITS = re.compile(r"\d+")
+
+
+def kind_of(record: logging.LogRecord) -> tuple[str, str]:
+    """(logger, template): what the rate limit counts together."""
+    template = str(record.msg)
+    if not record.args:
+        template = _DIGITS.sub("#", template.split(":", 1)[0][:MAX_MESSAGE])
+    return record.name, template
 
 
 class _Kind:
@@ -52,7 +69,7 @@ class RateLimitedHandler(logging.StreamHandler[TextIO]):
         with self._held_lock():  # an RLock: emit() takes it again
             now = self.clock()
             self._release(now)
-            key = (record.name, str(record.msg))
+            key = kind_of(record)
             kind = self._kinds.get(key)
             if kind is not None:
                 kind.held += 1
@@ -93,6 +110,8 @@ class OneLineFormatter(logging.Formatter):
         message = record.getMessage()
         if record.exc_info and record.exc_info[1] is not None:
             message += f" ({record.exc_info[1]!r})"
+        if len(message) > MAX_MESSAGE:
+            message = f"{message[:MAX_MESSAGE]}... ({len(message) - MAX_MESSAGE} more characters)"
         source = "" if record.name.startswith("kbkit") else f"({record.name}) "
         return f"[kbkit] {source}{message}{getattr(record, 'held_back', '')}".replace("\n", " ")
 

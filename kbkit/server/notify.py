@@ -45,6 +45,16 @@ MAX_SUBSCRIBED_BYTES = 256 * 1024
 """The URIs one 2025-11-25 session subscribes to, in total characters: what its subscriptions may cost."""
 MAX_LISTEN_STREAMS = 256
 """`subscriptions/listen` streams open at once, over all 2026-07-28 clients."""
+MAX_LISTEN_PER_PRINCIPAL = 16
+"""Listen streams one principal (whom the HTTP gate named) may hold at once: nobody takes them all."""
+
+
+def principal_of(ctx: ServerRequestContext[Any, Any]) -> str:
+    """Who sent the request, as the HTTP gate named it (`scope["user"]`); "" without a gate (stdio)."""
+    scope = getattr(ctx.request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    client_id = getattr(getattr(user, "access_token", None), "client_id", None)
+    return client_id if isinstance(client_id, str) else ""
 
 
 class _Outbox:
@@ -63,6 +73,8 @@ class Notifier:
         self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
         self._outboxes: weakref.WeakKeyDictionary[Connection, _Outbox] = weakref.WeakKeyDictionary()
         self._group: TaskGroup | None = None
+        self._listening: dict[str, int] = {}
+        """Principal -> its open listen streams."""
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Host the per-connection senders; runs for the server's lifetime (start it in the lifespan)."""
@@ -137,7 +149,21 @@ class Notifier:
                 types.INVALID_PARAMS,
                 f"a listen stream may subscribe to at most {MAX_SUBSCRIPTIONS} resources ({len(uris)} given)",
             )
-        return await self._listen(ctx, params)
+        who = principal_of(ctx)
+        held = self._listening.get(who, 0)
+        if who and held >= MAX_LISTEN_PER_PRINCIPAL:
+            raise MCPError(
+                types.INVALID_REQUEST,
+                f"{who.partition(':')[2] or who} already holds {held} subscriptions/listen streams, the most "
+                f"one principal may ({MAX_LISTEN_PER_PRINCIPAL}); close one first",
+            )
+        self._listening[who] = held + 1
+        try:
+            return await self._listen(ctx, params)
+        finally:
+            self._listening[who] -= 1
+            if not self._listening[who]:
+                del self._listening[who]
 
     async def _each_session(self, method: str) -> None:
         for connection in list(self._connections):

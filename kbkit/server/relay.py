@@ -77,8 +77,13 @@ class Token:
     source: str
     """"the environment", or the path of the .env.local that was read."""
     var: str = TOKEN_VAR
+    headers: tuple[tuple[str, str], ...] | None = None
+    """A team server's own headers (`[servers.<name>] headers`, substituted), sent instead of a
+    bearer token; `var` then names the variables they came from."""
 
     def describe(self) -> str:
+        if self.headers is not None:
+            return f"{self.var} from {self.source}" if self.var else f"no header set in {self.source}"
         if self.value is None:
             return f"no {PERSONAL_TOKEN_VAR} or {TOKEN_VAR} in the environment or {self.source}"
         return f"{self.var} from {self.source}"
@@ -102,18 +107,20 @@ def read_token(root: Path | None) -> Token:
     return Token(None, str(base / ENV_FILE))
 
 
-def run(url: str, root: Path | None, report: Report) -> ExitCode:
+def run(url: str, root: Path | None, report: Report, *, token: Token | None = None) -> ExitCode:
     """The `kbkit connect` process: relay until stdin closes. Returns the exit code. A bad URL or an
     unreadable .env.local raises (the CLI's boundary says it); everything after start is a line
-    through `report`, never a traceback."""
+    through `report`, never a traceback. `token`: what to send instead of the kb server's token
+    (a team server's own headers)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise InputError(
             f"{url!r} is not an http(s) URL", fix="pass the server's URL, e.g. https://kb.internal/mcp"
         )
-    token = read_token(root)
-    if token.value is None:
-        report(f"connect: {token.describe()}; sending no token")
+    if token is None:
+        token = read_token(root)
+        if token.value is None:
+            report(f"connect: {token.describe()}; sending no token")
     try:
         anyio.run(relay, url, token, report)
     except KeyboardInterrupt:
@@ -131,6 +138,8 @@ async def relay(url: str, token: Token, report: Report, *, timeout: float = 300.
     logging.getLogger("mcp").setLevel(logging.CRITICAL + 1)  # failures are reported here, once
     upstream = _Upstream(url, token, report)
     headers = {"Authorization": f"Bearer {token.value}"} if token.value else {}
+    if token.headers is not None:
+        headers = dict(token.headers)
     client = httpx2.AsyncClient(
         transport=upstream, headers=headers, timeout=httpx2.Timeout(timeout, connect=CONNECT_TIMEOUT)
     )
@@ -249,6 +258,8 @@ class _Upstream(httpx2.AsyncBaseTransport):
         if response.status_code == 401:
             await response.aclose()
             how = "wants a token and none was sent" if self.token.value is None else "refused the token"
+            if self.token.headers is not None:
+                how = "refused the request" if self.token.headers else "wants credentials and none were sent"
             problem = f"the server at {self.url} {how} ({self.token.describe()}); put the right token there"
             self._enter("refused", problem)
             return self._error(request, 401, TOKEN_REFUSED, problem)

@@ -19,6 +19,7 @@ from kbkit.errors import SyncRefused
 from kbkit.fsutil import atomic_write_text, read_text_file
 from kbkit.skills.lock import LOCK_FILE
 from kbkit.sync.preapprove import grants
+from kbkit.sync.servers import every_client, team_paths
 
 BEGIN = "# >>> kbkit >>>"
 END = "# <<< kbkit <<<"
@@ -33,7 +34,9 @@ def managed_entries(settings: Settings) -> list[str]:
     for name in settings.sync_clients:
         client = CLIENTS[name]
         entries.append("/.agents/tool-cfg/" if client.user_level else f"/{client.path}")
-    entries += [f"/{grant.path}" for grant in grants(settings, list(settings.sync_clients))]
+    entries += team_paths(settings)
+    team = every_client(settings)
+    entries += [f"/{grant.path}" for grant in grants(settings, list(settings.sync_clients), team)]
     if os.path.lexists(settings.root / LOCK_FILE):  # no lock, no skills: spare sync the skills kit's imports
         from kbkit.skills.install import ignored_paths
 

@@ -30,6 +30,7 @@ from kbkit.sync.gitignore import (
 from kbkit.sync.merge import ConfigText
 from kbkit.sync.preapprove import approved_tools
 from kbkit.sync.render import EntrySource, kbkit_command, render_entry
+from kbkit.sync.servers import TeamEntry, parse_owner, team_entries
 from kbkit.sync.state import Owned, entry_hash, load_state, save_state
 
 STATE_FILE = "sync-state.json"
@@ -46,6 +47,8 @@ class Outcome:
     """created | updated | unchanged | removed | skipped | conflict"""
     reason: str | None = None
     next_step: str | None = None
+    server: str | None = None
+    """A team server's name, for its entry's outcome (None: the kb entry, a pre-approval)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -133,8 +136,9 @@ def sync(
 
     key_of = {name: (*CLIENTS[name].root_key, settings.server_name) for name in selected}
     rendered = {name: render_entry(CLIENTS[name], source) for name in selected}
+    team = team_entries(settings, source.command, only)
     own_paths = (str(root), *(part for part in source.command if Path(part).is_absolute()))
-    _refuse_secrets(settings, rendered, own_paths)
+    _refuse_secrets(settings, {**rendered, **{t.owner: t.entry for t in team}}, own_paths)
     placed: dict[tuple[str, tuple[str, ...]], Outcome] = {}
     for name in selected:
         client = CLIENTS[name]
@@ -148,7 +152,10 @@ def sync(
             outcome.action, outcome.next_step = shared.action, shared.next_step and _next_step(client)
         report.outcomes.append(outcome)
 
-    wanted = {grant.owner: grant for grant in preapprove.grants(settings, selected)}
+    _place_team(team, owned, file_for, force, report, new_owned, only)
+
+    team_clients = [t.client for t in team]
+    wanted = {grant.owner: grant for grant in preapprove.grants(settings, selected, team_clients)}
     for owner, grant in wanted.items():
         previous = owned.get(owner)
         if previous is not None and (previous.path, previous.key) != (grant.path, grant.key):
@@ -165,7 +172,9 @@ def sync(
         fmt = preapprove.recorded_format(previous)
         _retract_grant(owner, previous, file_for(previous.path, fmt), force, report, new_owned)
 
-    report.notes = _direct_http_notes(source, selected) + _sign_in_notes(source, selected)
+    report.notes = (
+        _direct_http_notes(source, selected) + _sign_in_notes(source, selected) + _trust_notes(settings)
+    )
     if only is None:
         claimed = set(placed)
         for name, previous in owned.items():
@@ -199,8 +208,12 @@ def sync(
         for path, f in changed.items()
     }
 
-    report.caveats = caveats(settings, selected, source, tools)
-    outputs = list(dict.fromkeys([CLIENTS[n].path for n in selected] + [g.path for g in wanted.values()]))
+    report.caveats = caveats(settings, selected, source, tools) + _team_caveats(team)
+    outputs = list(
+        dict.fromkeys(
+            [CLIENTS[n].path for n in selected] + [t.path for t in team] + [g.path for g in wanted.values()]
+        )
+    )
     git = in_git_work_tree(root)
     if mode == "check":
         from kbkit.skills.install import check as check_skills  # only --check needs the skills kit
@@ -241,10 +254,13 @@ def _place(
     previous: Owned | None,
     force: bool,
     new_owned: dict[str, Owned],
+    server: str | None = None,
 ) -> Outcome:
+    """Put one entry (kb's, or team server `server`'s) in place; `name` is its owner in the state."""
+    path = handle.path
     current = handle.config.get(key)
-    mine = previous is not None and previous.key == key and previous.path == client.path
-    outcome = Outcome(name, client.path, "unchanged")
+    mine = previous is not None and previous.key == key and previous.path == path
+    outcome = Outcome(client.name, path, "unchanged", server=server)
     if current is not None and current != desired and not force:
         if previous is None or not mine:
             outcome.action, outcome.reason = (
@@ -257,14 +273,53 @@ def _place(
             outcome.action, outcome.reason = "conflict", "kbkit's entry was edited by hand; left as it is"
             outcome.next_step = "put the change in kbkit.toml, or rerun with --force to overwrite it"
             return outcome
-    same_file = previous is not None and previous.path == client.path
+    same_file = previous is not None and previous.path == path
     created_file = previous.created_file if previous is not None and same_file else handle.before is None
     if current != desired:
         handle.config.set(key, desired)
         outcome.action = "created" if handle.before is None else "updated"
-        outcome.next_step = _next_step(client)
-    new_owned[name] = Owned(client.path, key, entry_hash(desired), created_file)
+        outcome.next_step = _next_step(client, server or "kb")
+    new_owned[name] = Owned(path, key, entry_hash(desired), created_file)
     return outcome
+
+
+def _place_team(
+    team: list[TeamEntry],
+    owned: dict[str, Owned],
+    file_for: Callable[[str, str], _File],
+    force: bool,
+    report: SyncReport,
+    new_owned: dict[str, Owned],
+    only: list[str] | None,
+) -> None:
+    """The team servers' entries, placed as kb's are; entries of servers (or clients) no longer
+    declared are retracted, unless another agent's current entry is the same one (.mcp.json)."""
+    placed: dict[tuple[str, tuple[str, ...]], Outcome] = {}
+    for item in team:
+        client = CLIENTS[item.client]
+        previous = owned.get(item.owner)
+        if previous is not None and (previous.path, previous.key) != (item.path, item.key):
+            handle = file_for(previous.path, client.format)
+            _retract(item.owner, previous, handle, force, report, new_owned, item.client, item.server)
+            previous = None
+        handle = file_for(item.path, client.format)
+        outcome = _place(
+            item.owner, client, item.key, item.entry, handle, previous, force, new_owned, item.server
+        )
+        shared = placed.setdefault((item.path, item.key), outcome)
+        if shared is not outcome and outcome.action == "unchanged":  # one entry, two agents (.mcp.json)
+            outcome.action, outcome.next_step = shared.action, shared.next_step and _next_step(client)
+        report.outcomes.append(outcome)
+    current = {item.owner for item in team}
+    for owner, previous in owned.items():
+        parsed = parse_owner(owner)
+        if parsed is None or owner in current or (only is not None and parsed[0] not in only):
+            continue
+        new_owned.pop(owner, None)
+        if (previous.path, previous.key) in placed:  # another agent's entry now: keep it
+            continue
+        handle = file_for(previous.path, CLIENTS[parsed[0]].format)
+        _retract(owner, previous, handle, force, report, new_owned, *parsed)
 
 
 def _place_grant(
@@ -317,9 +372,28 @@ def caveats(
     return lines
 
 
+def _team_caveats(team: list[TeamEntry]) -> list[str]:
+    """The per-server steps (approve each server, start it once) for each team server too."""
+    lines = []
+    for item in team:
+        client = CLIENTS[item.client]
+        if client.caveat and "{server}" in client.caveat and client.caveat_when == "always":
+            lines.append(f"{client.title}: {client.step(item.server)}")
+    return list(dict.fromkeys(lines))
+
+
 def _retract(
-    name: str, previous: Owned, handle: _File, force: bool, report: SyncReport, new_owned: dict[str, Owned]
+    name: str,
+    previous: Owned,
+    handle: _File,
+    force: bool,
+    report: SyncReport,
+    new_owned: dict[str, Owned],
+    client: str | None = None,
+    server: str | None = None,
 ) -> None:
+    """Take out an entry kbkit wrote (`name`: its owner; `client`: its agent, when not the owner)."""
+    client = client or name
     current = handle.config.get(previous.key)
     new_owned.pop(name, None)
     if current is None:
@@ -327,18 +401,20 @@ def _retract(
     if entry_hash(current) != previous.sha256 and not force:
         report.outcomes.append(
             Outcome(
-                name,
+                client,
                 previous.path,
                 "conflict",
                 "kbkit's old entry was edited by hand; left in place",
                 "remove it by hand, or rerun with --force",
+                server,
             )
         )
         return
     handle.config.delete(previous.key)
     if previous.created_file and handle.config.holds_nothing_but(previous.key[:-1]):
         handle.config.text = ""
-    report.outcomes.append(Outcome(name, previous.path, "removed", None, f"restart {CLIENTS[name].title}"))
+    title = CLIENTS[client].title
+    report.outcomes.append(Outcome(client, previous.path, "removed", None, f"restart {title}", server))
 
 
 def _direct_http_notes(source: EntrySource, selected: list[str]) -> list[str]:
@@ -374,6 +450,19 @@ def _sign_in_notes(source: EntrySource, selected: list[str]) -> list[str]:
     return lines
 
 
+def _trust_notes(settings: Settings) -> list[str]:
+    """Team servers from kbkit.toml that kbkit will not start on this machine until allowed."""
+    from kbkit.config.trust import TRUST_COMMAND, server_trust
+
+    waiting = [name for name in settings.servers if not server_trust(settings, name).allowed]
+    if not waiting:
+        return []
+    return [
+        f"team servers {', '.join(waiting)} come from {CONFIG_FILE}: kbkit starts them once you allow them "
+        f"here; review [servers] in {CONFIG_FILE}, then run `{TRUST_COMMAND}`"
+    ]
+
+
 def _selected(settings: Settings, only: list[str] | None) -> list[str]:
     if not only:
         return list(settings.sync_clients)
@@ -398,9 +487,9 @@ def _safe_target(root: Path, rel: str) -> Path:
     return target
 
 
-def _next_step(client: Client) -> str:
+def _next_step(client: Client, server: str = "kb") -> str:
     if client.user_level:
-        return f"copy the kb entry from {client.path} into {client.user_config}"
+        return f"copy the {server} entry from {client.path} into {client.user_config}"
     return f"restart {client.title} (or reload its MCP servers)"
 
 

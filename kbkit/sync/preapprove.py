@@ -17,12 +17,14 @@ which Gemini CLI 0.61 ignores; a recorded one is taken away (the pre-approval is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kbkit.catalog.clients import CLIENTS, Client
 from kbkit.config import KB_TOOL_NAMES, Settings
 from kbkit.sync.merge import ConfigText
+from kbkit.sync.servers import team_tools
 from kbkit.sync.state import Owned, entry_hash
 
 READ_ONLY_KB_TOOLS = frozenset(KB_TOOL_NAMES)
@@ -72,18 +74,31 @@ def client_of(owner: str) -> str | None:
     return name if kind == "preapprove" else None
 
 
-def grant_for(client: Client, server: str, tools: tuple[str, ...]) -> Grant | None:
+def grant_for(
+    client: Client, server: str, tools: tuple[str, ...], team: Sequence[tuple[str, str]] = ()
+) -> Grant | None:
+    """The client's grant: kb's tools, then each team server's own (`team`: (server, tool) pairs)."""
     approval = client.approval
-    if approval is None or approval.kind == "entry" or not tools:
+    if approval is None or approval.kind == "entry" or not (tools or team):
         return None
     names = tuple(approval.tool_name(server, tool) for tool in tools)
+    names += tuple(approval.tool_name(name, tool) for name, tool in team)
     path = approval.path or client.path
-    return Grant(client.name, approval.kind, path, approval.key, names)
+    return Grant(client.name, approval.kind, path, approval.key, tuple(dict.fromkeys(names)))
 
 
-def grants(settings: Settings, selected: list[str]) -> list[Grant]:
+def grants(settings: Settings, selected: list[str], team: Sequence[str] = ()) -> list[Grant]:
+    """The grants of the `selected` clients (kb's tools and team servers'), and of the `team`
+    clients that get only team servers (their team servers' tools)."""
     tools = approved_tools(settings)
-    found = (grant_for(CLIENTS[name], settings.server_name, tools) for name in selected)
+    found = [
+        grant_for(CLIENTS[name], settings.server_name, tools, team_tools(settings, name)) for name in selected
+    ]
+    found += [
+        grant_for(CLIENTS[name], settings.server_name, (), team_tools(settings, name))
+        for name in dict.fromkeys(team)
+        if name not in selected
+    ]
     return [grant for grant in found if grant is not None]
 
 

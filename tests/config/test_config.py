@@ -457,8 +457,9 @@ def test_the_starter_config_loads_and_every_key_is_in_it_with_its_meaning(tmp_pa
 def test_every_commented_example_in_the_starter_config_works_when_uncommented(tmp_path: Path) -> None:
     text = starter_config()
     blocks = example_blocks(text)
-    # the memory block, remote_url, allowed_hosts, allowed_origins, the oauth block and skills refs
-    assert len(blocks) == 6, blocks
+    # the memory block, remote_url, allowed_hosts, allowed_origins, the oauth block, skills refs and
+    # a team server
+    assert len(blocks) == 7, blocks
     root = tmp_path / "p"
     (root / "docs").mkdir(parents=True)
     for first, last in blocks:
@@ -470,6 +471,8 @@ def test_every_commented_example_in_the_starter_config_works_when_uncommented(tm
         assert settings.config != KbkitConfig(), lines[first]  # the example took effect
         if lines[first] == "[memory]":
             assert settings.memory.configured
+        if lines[first].startswith("[servers."):
+            assert settings.servers["tracker"].env == {"TRACKER_TOKEN": "${TRACKER_TOKEN}"}
 
 
 # -- hostile values: anything a TOML file can hold is a KbkitError or a valid Settings ------

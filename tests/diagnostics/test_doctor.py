@@ -247,3 +247,14 @@ def test_the_readme_run_command_works_in_a_clean_copy_with_a_fresh_virtualenv(
         "docs/adr/0003-one-guard-sequence.md" in result.stdout
         or "0003-one-guard-sequence.md" in result.stdout
     )
+
+
+def test_anonymous_mode_with_personal_tokens_is_a_warning_that_says_they_are_ignored(tmp_path: Path) -> None:
+    from kbkit.server.auth.tokens import create
+
+    root = make_project(tmp_path / "project")
+    (root / ".env.local").write_text("MCP_ALLOW_ANONYMOUS=1\n")
+    create(root / ".kbkit" / "tokens.json", "alice", "read", None)
+    findings = by_check(root)["auth"]
+    warned = [f for f in findings if f["status"] == "warn" and "MCP_ALLOW_ANONYMOUS" in f["finding"]]
+    assert warned and "ignores personal tokens created after it started" in warned[0]["finding"]

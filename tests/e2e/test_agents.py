@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,6 +27,8 @@ from kbkit.catalog.clients import CLIENTS
 from tests.helpers.http import TEST_TOKEN
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_command
+from tests.helpers.team import HTTP_PEER, REMOTE_KEY, STDIO_KEY, sha256, stdio_server, trust_for
+from tests.helpers.team import remote_server as remote_team_server
 from tests.helpers.tiers import kind
 from tests.peers import agents
 
@@ -154,15 +157,15 @@ class Report:
     text: str
 
 
-def synced(root: Path, mode: str) -> Path:
+def synced(root: Path, mode: str, extra: str = "", env_local: str = "") -> Path:
     clients = ", ".join(f'"{name}"' for name in AGENTS)
     remote = {
         "local": "",
         "relay": f'remote_url = "http://127.0.0.1:{PORT}/mcp"\n',
         "http": f'remote_url = "http://127.0.0.1:{PORT}/mcp"\nremote_transport = "http"\n',
     }[mode]
-    make_project(root, config=f'[kb]\npath = "docs"\n[sync]\nclients = [{clients}]\n{remote}')
-    (root / ".env.local").write_text(f"MCP_TOKEN={TEST_TOKEN}\n", encoding="utf-8")
+    make_project(root, config=f'[kb]\npath = "docs"\n[sync]\nclients = [{clients}]\n{remote}{extra}')
+    (root / ".env.local").write_text(f"MCP_TOKEN={TEST_TOKEN}\n{env_local}", encoding="utf-8")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     for command in ("index", "sync"):  # indexed first, so every server starts warm
         done = subprocess.run(
@@ -299,3 +302,84 @@ def test_the_step_sync_prints_is_the_approval_the_agent_needs(client: str) -> No
         assert step is not None and AGENTS[client].step in step, step
     else:
         assert step is None
+
+
+# -- team servers: each CLI connects a stdio one (key in an env value) and a remote one (bearer) ----
+
+TEAM_PORT = 18090
+"""The remote team server's port inside each run's namespace (the kb server's is PORT)."""
+TEAM = ("tracker", "wiki")
+
+
+def with_team_peer(argv: list[str], home: Path) -> list[str]:
+    """`argv`, run beside the remote team server (the HTTP peer) in the same network namespace."""
+    port_file = home / "team-peer.port"
+    script = (
+        f'rm -f "{port_file}"; "{sys.executable}" "{HTTP_PEER}" "{port_file}" {sha256(REMOTE_KEY)} {TEAM_PORT} & '
+        f'peer=$!; while [ ! -s "{port_file}" ]; do sleep 0.05; done; "$@"; code=$?; kill $peer; exit $code'
+    )
+    return ["/bin/sh", "-c", script, "sh", *argv]
+
+
+def team_report(agent: Agent, root: Path, home: Path) -> dict[str, Report]:
+    """One agent's own report on each team server, after the approvals a user gives and kbkit trust."""
+    home.mkdir(parents=True)
+    trust_for(root, home)
+    env = agents.agent_env(home, **agent.approve(home, root))
+    cli = str(agents.executable(agent.cli))
+    for server in TEAM if agent.after else ():
+        code, text = agents.run(
+            [cli, *(server if part == "kb" else part for part in agent.after)], cwd=root, env=env
+        )
+        assert code == 0, text
+    found = {}
+    for server in TEAM:
+        argv = [cli, *(server if part == "kb" else part for part in agent.check)]
+        found[server] = ask(with_team_peer(argv, home), root, env)
+    return found
+
+
+def team_connected(client: str, server: str, found: Report) -> bool:
+    """The agent says this server is connected: on its own line in a list, or in its `get` report."""
+    marker = AGENTS[client].connected
+    if "kb" in AGENTS[client].check:  # `mcp get NAME`: the whole report is about the server
+        return found.code == 0 and marker in found.text
+    return any(server in line and marker in line for line in found.text.splitlines())
+
+
+@pytest.mark.agents
+@pytest.mark.timeout(900)
+def test_every_agent_connects_each_team_server_with_its_key_only_in_env_local(tmp_path: Path) -> None:
+    remote = f"http://127.0.0.1:{TEAM_PORT}/mcp"
+    keys = f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n"
+    root = synced(tmp_path / "project", "local", stdio_server() + remote_team_server(remote), keys)
+    for agent in AGENTS.values():
+        agents.executable(agent.cli)
+    agents.isolated()
+    found: dict[str, dict[str, Report]] = {}
+    with ThreadPoolExecutor(CONCURRENT) as pool:
+        futures = {
+            name: pool.submit(team_report, a, root, tmp_path / f"home-{name}")
+            for name, a in AGENTS.items()
+            if not a.alone
+        }
+        found = {name: future.result() for name, future in futures.items()}
+    for name, agent in AGENTS.items():
+        if agent.alone:
+            found[name] = team_report(agent, root, tmp_path / f"home-{name}")
+    grid = {
+        name: {server: team_connected(name, server, r) for server, r in reports.items()}
+        for name, reports in found.items()
+    }
+    print("\n".join(f"{name:<12} {grid[name]}" for name in grid))  # noqa: T201 - with -s
+    failed = {
+        f"{name} {server}": found[name][server].text
+        for name in grid
+        for server in TEAM
+        if not grid[name][server]
+    }
+    assert not failed, "\n".join(f"{key}:\n{text}" for key, text in failed.items())
+    for path in [*root.rglob("*"), *tmp_path.glob("home-*/**/*")]:
+        if path.is_file() and path.name != ".env.local":
+            data = path.read_bytes()
+            assert STDIO_KEY.encode() not in data and REMOTE_KEY.encode() not in data, path

@@ -16,7 +16,7 @@ import shlex
 import subprocess
 import time
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ from tests.helpers.http import INITIALIZE, TEST_TOKEN, HttpServer
 from tests.helpers.launch import initialize_and_search
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_command
+from tests.helpers.team import REMOTE_KEY, STDIO_KEY, stdio_server, team_http, trust_for
+from tests.helpers.team import remote_server as remote_team_server
 
 AGENT_PATH = "/usr/bin:/bin"
 """An agent's PATH: the system's, without the virtualenv kbkit was installed in."""
@@ -161,7 +163,8 @@ READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
 
 
 def read_entry(root: Path, client: ClientRow, server_name: str = "kb") -> dict[str, Any]:
-    data = PARSERS[client.format]((root / client.path).read_text(encoding="utf-8"))
+    path = client.path if server_name == "kb" else client.path_for(server_name)  # a team server's file
+    data = PARSERS[client.format]((root / path).read_text(encoding="utf-8"))
     for key in client.root_key:
         data = data[key]
     if client.format == "toml-tables":  # Mistral Vibe: the table whose `name` is the server's
@@ -169,8 +172,8 @@ def read_entry(root: Path, client: ClientRow, server_name: str = "kb") -> dict[s
     return data[server_name]
 
 
-def launch_of(root: Path, client: ClientRow, agent_env: Mapping[str, str]) -> Launch:
-    entry = expand(read_entry(root, client), client.env_reference, agent_env)
+def launch_of(root: Path, client: ClientRow, agent_env: Mapping[str, str], server: str = "kb") -> Launch:
+    entry = expand(read_entry(root, client, server), client.env_reference, agent_env)
     return READERS[client.template](entry, agent_env)
 
 
@@ -190,7 +193,13 @@ class Result:
     transport: str
 
 
-async def run_launch(launch: Launch, cwd: str, agent_env: Mapping[str, str], log: Path) -> Result:
+Check = Callable[[Client], Awaitable[str]]
+"""What is asked of a launched server: kb's search, or a team server's own tool."""
+
+
+async def run_launch(
+    launch: Launch, cwd: str, agent_env: Mapping[str, str], log: Path, check: Check = initialize_and_search
+) -> Result:
     started = time.monotonic()
     try:
         with anyio.fail_after(LAUNCH_DEADLINE):
@@ -201,7 +210,7 @@ async def run_launch(launch: Launch, cwd: str, agent_env: Mapping[str, str], log
                         streamable_http_client(launch.url, http_client=http), mode="legacy", cache=None
                     ) as c,
                 ):
-                    detail = await initialize_and_search(c)
+                    detail = await check(c)
                 return Result(True, detail, time.monotonic() - started, "http")
             params = StdioServerParameters(
                 command=launch.command or "",
@@ -213,7 +222,7 @@ async def run_launch(launch: Launch, cwd: str, agent_env: Mapping[str, str], log
             )
             with open(log, "w", encoding="utf-8") as errlog:
                 async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as c:
-                    detail = await initialize_and_search(c)
+                    detail = await check(c)
             if "Traceback" in log.read_text(encoding="utf-8"):
                 return Result(
                     False, f"a traceback on stderr: {log.read_text()}", time.monotonic() - started, "stdio"
@@ -226,7 +235,12 @@ async def run_launch(launch: Launch, cwd: str, agent_env: Mapping[str, str], log
 
 
 async def launch_every_client(
-    root: Path, agent_env: Mapping[str, str], logs: Path, only: list[str] | None = None
+    root: Path,
+    agent_env: Mapping[str, str],
+    logs: Path,
+    only: list[str] | None = None,
+    server: str = "kb",
+    check: Check = initialize_and_search,
 ) -> dict[str, Result]:
     """Start every client's entry (or `only` these) concurrently, as its agent would; one result each.
 
@@ -236,7 +250,7 @@ async def launch_every_client(
     launches: dict[str, tuple[Launch, str]] = {}
     for name in only or CLIENTS:
         client = CLIENTS[name]
-        launch = launch_of(root, client, agent_env)
+        launch = launch_of(root, client, agent_env, server)
         launches[name] = launch, launch.cwd or agent_folder(root, client)
     first_of: dict[str, str] = {}
     for name, (launch, cwd) in launches.items():
@@ -247,7 +261,7 @@ async def launch_every_client(
     async def start(name: str) -> None:
         launch, cwd = launches[name]
         async with limiter:
-            started[name] = await run_launch(launch, cwd, agent_env, logs / f"{name}.log")
+            started[name] = await run_launch(launch, cwd, agent_env, logs / f"{name}.log", check)
 
     async with anyio.create_task_group() as group:
         for name in set(first_of.values()):
@@ -436,3 +450,59 @@ def test_doctor_says_when_http_entries_would_miss_a_token_kept_only_in_env_local
     (root / "kbkit.toml").write_text(relay_config, encoding="utf-8")
     missing = remote_finding(root, monkeypatch)
     assert missing.status == "warn" and "MCP_TOKEN is not set" in missing.finding
+
+
+# -- team servers: a stdio one whose key is an env value, a remote one whose bearer is a header --
+
+
+def expect_tool(tool: str, answer: str) -> Check:
+    async def check(client: Client) -> str:
+        result = await client.call_tool(tool, {})
+        text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
+        if result.is_error or text != answer:
+            raise AssertionError(f"{tool} answered {text!r}")
+        return f"initialize, then {tool} -> {text}"
+
+    return check
+
+
+TEAM_CHECKS = {
+    "tracker": expect_tool("key_check", "the key is right"),
+    "wiki": expect_tool("wiki_search", "the bearer is right"),
+    "open": expect_tool("wiki_search", "the bearer is right"),
+}
+"""tracker: a stdio server, its key TEAM_KEY = ${TRACKER_TOKEN}; wiki: a remote server, its bearer
+`Bearer ${WIKI_TOKEN}`; open: a remote server with nothing to substitute (a plain URL entry)."""
+
+
+@pytest.mark.processes
+async def test_every_client_s_team_server_entries_work_as_launched_with_keys_only_in_env_local(
+    tmp_path: Path, agent_home: Path
+) -> None:
+    with team_http(tmp_path / "peer") as url, team_http(tmp_path / "open-peer", key="") as open_url:
+        extra = stdio_server() + remote_team_server(url) + f'[servers.open]\nurl = "{open_url}"\n'
+        root = make_project(tmp_path / "project", files={}, config=every_client(extra))
+        (root / ".env.local").write_text(
+            f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n", encoding="utf-8"
+        )
+        sync_project(root)
+        trust_for(root, agent_home)
+        agent_env = agent_environment(agent_home)
+        grid: dict[str, dict[str, Result]] = {}
+        for server, check in TEAM_CHECKS.items():
+            grid[server] = await launch_every_client(
+                root, agent_env, tmp_path / server, server=server, check=check
+            )
+    rows = [
+        f"{name:<15} " + "  ".join(f"{s}:{'ok' if grid[s][name].ok else 'FAIL'}" for s in grid)
+        for name in CLIENTS
+    ]
+    print("\n" + "\n".join(rows))  # noqa: T201 - the grid, shown with -s or -rA
+    for results in grid.values():
+        assert_all_answered(results)
+    direct = {name for name, r in grid["open"].items() if r.transport == "http"}
+    assert direct == {name for name, c in CLIENTS.items() if c.http}
+    for path in [*root.rglob("*"), *agent_home.rglob("*")]:
+        if path.is_file() and path.name != ".env.local":
+            data = path.read_bytes()
+            assert STDIO_KEY.encode() not in data and REMOTE_KEY.encode() not in data, path

@@ -90,13 +90,14 @@ def argv_of(client: Client, entry: dict[str, Any]) -> list[str]:
     return [entry["cmd" if client.template == "goose" else "command"], *entry["args"]]
 
 
-def read_entry(root: Path, client: str) -> Any:
-    """kb's entry as the client's file holds it (parsed with that format's parser)."""
+def read_entry(root: Path, client: str, server: str = "kb", *, path: str | None = None) -> Any:
+    """A server's entry (kb's by default) as the client's file holds it, parsed with that format's
+    parser; `path`: the file, when not the client's own (Continue's file per server)."""
     spec = CLIENTS[client]
-    text = (root / spec.path).read_text()
+    text = (root / (path or spec.path)).read_text()
     data = tomllib.loads(text) if spec.format.startswith("toml") else jsonc.loads(text)
     for key in spec.root_key:
         data = data[key]
     if spec.format == "toml-tables":  # an array of tables, each naming itself (Mistral Vibe)
-        return next(item for item in data if item["name"] == "kb")
-    return data["kb"]
+        return next(item for item in data if item["name"] == server)
+    return data[server]

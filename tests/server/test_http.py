@@ -31,8 +31,6 @@ EXPECTED_TOOLS = ["search", "get_document"]
 MODERN = "2026-07-28"
 
 
-
-
 def modern_meta() -> dict:
     return {
         "io.modelcontextprotocol/protocolVersion": MODERN,
@@ -226,8 +224,22 @@ def test_old_era_sessions_are_bounded_in_number(tmp_path: Path) -> None:
     try:
         headers = {**auth_headers(), **JSON_HEADERS}
         init = INITIALIZE
-        statuses = [httpx2.post(server.url, headers=headers, json=init).status_code for _ in range(3)]
-        assert statuses == [200, 200, 503]
+        opened = [httpx2.post(server.url, headers=headers, json=init) for _ in range(3)]
+        assert [answer.status_code for answer in opened] == [200, 200, 200]
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        still = [
+            httpx2.post(
+                server.url,
+                headers={
+                    **headers,
+                    "mcp-session-id": a.headers["mcp-session-id"],
+                    "mcp-protocol-version": "2025-11-25",
+                },
+                json=listing,
+            ).status_code
+            for a in opened
+        ]
+        assert still == [404, 200, 200]  # the third ended the one idle the longest: never more than 2
     finally:
         server.stop()
 

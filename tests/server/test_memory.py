@@ -22,6 +22,7 @@ from tests.peers.node import SERVER_MEMORY, require
 
 pytestmark = pytest.mark.anyio
 
+
 @pytest.fixture
 def upstream(tmp_path: Path):
     peer = MemoryUpstream(tmp_path).start()
@@ -270,8 +271,7 @@ async def test_over_http_the_switch_attaches_memory_with_a_warning_and_never_for
     tmp_path, upstream
 ) -> None:
     root = memory_project(tmp_path, upstream.url, "")
-    toml = (root / "kbkit.toml").read_text() + "[server.http]\nmemory = true\n"
-    (root / "kbkit.toml").write_text(toml)
+    (root / "kbkit.local.toml").write_text("[server.http]\nmemory = true\n")  # the operator's own switch
     server = HttpServer(root, env={"HINDSIGHT_API_KEY": KEY}).wait_ready()
     try:
         async with http_client(server.url, "auto") as client:
@@ -294,7 +294,7 @@ async def test_a_read_token_is_not_offered_the_memory_tools_it_would_be_refused(
     """tools/list per caller: a `read` token sees the kb tools only (a call to a memory tool is a
     403 at the gate), a `memory` token sees both; the same server, the same session kind."""
     root = memory_project(tmp_path, upstream.url, "")
-    (root / "kbkit.toml").write_text((root / "kbkit.toml").read_text() + "[server.http]\nmemory = true\n")
+    (root / "kbkit.local.toml").write_text("[server.http]\nmemory = true\n")  # the operator's own switch
     tokens = root / ".kbkit" / "tokens.json"
     reader, writer = create(tokens, "reader", "read", None), create(tokens, "writer", "memory", None)
     server = HttpServer(root, token=None, env={"HINDSIGHT_API_KEY": KEY}).wait_ready()

@@ -68,10 +68,9 @@ def idp() -> Iterator[IdentityProvider]:
 
 def oauth_server(tmp_path: Path, issuer: str) -> HttpServer:
     root = make_project(tmp_path / "project")
-    with (root / "kbkit.toml").open("a") as config:
-        config.write(
-            f'\n[server.http.oauth]\nissuer = "{issuer}"\nscopes = ["kb"]\nclaims = {{ groups = ["eng"] }}\n'
-        )
+    (root / "kbkit.local.toml").write_text(  # the operator's own file: no `kbkit trust` needed
+        f'[server.http.oauth]\nissuer = "{issuer}"\nscopes = ["kb"]\nclaims = {{ groups = ["eng"] }}\n'
+    )
     return HttpServer(root, token=None).wait_ready()
 
 

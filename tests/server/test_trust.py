@@ -112,3 +112,30 @@ async def test_the_boot_line_says_the_command_waits_for_trust_and_how_to_give_it
         assert [tool.name for tool in (await client.list_tools()).tools] == ["search", "get_document"]
     (line,) = [line for line in log.read_text().splitlines() if "memory:" in line]
     assert "memory: off" in line and "not trusted on this machine yet" in line and "`kbkit trust`" in line
+
+
+def test_what_widens_access_is_named_and_what_narrows_it_is_not() -> None:
+    from kbkit.config.trust import widened
+
+    trusted = {
+        "server.http.oauth.issuer": "https://id.example",
+        "server.http.oauth.scopes": ["kb"],
+        "server.http.oauth.allowed_subjects": ["alice", "bob"],
+        "server.http.oauth.claims": {"groups": ["eng"]},
+    }
+    assert widened({**trusted, "server.http.oauth.allowed_subjects": ["bob"]}, trusted) == []
+    assert widened({**trusted, "server.http.oauth.claims": {}}, trusted) == []
+    assert widened({**trusted, "server.http.oauth.scopes": ["kb", "more"]}, trusted) == []
+    wider = {
+        "server.http.oauth.issuer": "https://evil.example",
+        "server.http.oauth.allowed_subjects": ["alice", "bob", "mallory"],
+        "server.http.oauth.claims": {"groups": ["eng", "everyone"]},
+        "server.http.memory": True,
+    }
+    assert widened(wider, trusted) == [
+        'oauth.issuer = "https://evil.example"',
+        "oauth.scopes no longer requires kb",
+        "oauth.allowed_subjects adds mallory",
+        "oauth.claims groups adds everyone",
+        "memory = true",
+    ]

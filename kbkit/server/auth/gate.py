@@ -18,14 +18,19 @@ Each MCP request then gets one audit line (kbkit/server/auth/audit.py).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import hmac
 import json
+import logging
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qs
 
+import anyio
+import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -33,13 +38,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from kbkit.server.auth.audit import Audit, Entry, plain
 from kbkit.server.auth.oauth import JwtVerifier
 from kbkit.server.auth.scopes import MEMORY, granted
+from kbkit.server.auth.share import Shares
 from kbkit.server.auth.tokens import PREFIX, TokenStore
 
+logger = logging.getLogger("kbkit.http")
+
 MAX_AUTHORIZATION_BYTES = 8192 + 7
-"""A longer Authorization header is refused before it is parsed (a JWT is rarely 2 KiB)."""
+"""A longer Authorization header is refused (400) before it is parsed (a JWT is rarely 2 KiB)."""
 MAX_PEEK_BYTES = 1024 * 1024
 """Bodies up to this size are read for the method and tool name (the SDK refuses bigger ones)."""
-_SUBJECT = re.compile(r"[A-Za-z0-9_.@|:+/-]{1,256}")
+REVOCATION_POLL_SECONDS = 2.0
+"""How often the tokens file is looked at for revoked tokens whose streams are still open."""
+_SUBJECT = re.compile(r"[A-Za-z0-9_.@|:+/-]{1,64}")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.@|:+/-]")
+_HANDSHAKE_VERSIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"})
+"""Protocol versions with sessions (the SDK's HANDSHAKE_PROTOCOL_VERSIONS); no header also means one."""
 
 Kind = Literal["shared", "token", "oauth", "anonymous"]
 
@@ -51,6 +64,22 @@ class Caller:
     memory: bool
     """May call the session-memory tools (and every other tool)."""
     issuer: str | None = None
+    subject: str = ""
+    """An OAuth subject, uncut (what sessions are bound to; `name` may be shortened)."""
+    digest: str = ""
+    """A personal token's SHA-256: what a revocation closes."""
+    expires: float | None = None
+    """When the credential stops being valid (epoch seconds): its streams end then."""
+
+    @property
+    def key(self) -> str:
+        """The principal, whole: what sessions and fair shares are counted by."""
+        return f"{self.kind}:{self.subject or self.name}"
+
+    @property
+    def credential(self) -> str:
+        """What a revocation names: one personal token (by digest), else the principal."""
+        return f"token:{self.digest}" if self.kind == "token" else self.key
 
 
 @dataclass(frozen=True)
@@ -67,11 +96,18 @@ class GatePolicy:
     resource_metadata_url: str | None = None
     open_paths: frozenset[str] = field(default_factory=frozenset)
     """Paths served without a token (/healthz, the protected resource metadata)."""
+    shares: Shares | None = None
+    """Each principal's share of sessions and listen streams (None: no per-principal bound)."""
 
 
 def subject_name(subject: str) -> str:
-    """An OAuth subject as the audit log shows it: itself if plain, else JSON-escaped and cut."""
-    return subject if _SUBJECT.fullmatch(subject) else json.dumps(subject)[:256]
+    """An OAuth subject as the audit log shows it: itself when short and plain, else a readable
+    prefix (unsafe characters as `_`) and a hash of the whole, so two subjects never share a name
+    and no subject can forge an audit line (no space, quote or newline ever gets through)."""
+    if _SUBJECT.fullmatch(subject):
+        return subject
+    prefix = _UNSAFE.sub("_", subject[:40])
+    return f"{prefix}~{hashlib.sha256(subject.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
 
 
 class AuthGate:
@@ -80,71 +116,200 @@ class AuthGate:
         self.policy = policy
         self.audit = audit
         self.shared = policy.shared.encode() if policy.shared else None
+        self.shares = policy.shares or Shares(max_sessions=1 << 30, per_principal=1 << 30, idle_timeout=1e9)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.policy.open_paths:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        refusal = await self._identify(scope)
-        if isinstance(refusal, _Refusal):
-            await self._refuse(send, refusal)
+        identified = await self._identify(scope)
+        if isinstance(identified, _Refusal):
+            await self._refuse(send, identified)
             self.audit.record(
-                Entry("-", "-", scope["method"], None, refusal.status, len(refusal.body), _ms(started))
+                Entry(
+                    identified.principal or "-",
+                    "oauth" if identified.principal else "-",
+                    scope["method"],
+                    None,
+                    identified.status,
+                    len(identified.body),
+                    _ms(started),
+                )
             )
             return
-        caller = refusal
-        scope["user"] = AuthenticatedUser(
+        caller = identified
+        user = AuthenticatedUser(
             AccessToken(
                 token="",  # the SDK compares (client_id, iss, sub) for session owners; the token stays here
-                client_id=f"{caller.kind}:{caller.name}",
+                client_id=caller.key,
                 scopes=granted(caller.memory),
-                subject=caller.name,
+                subject=caller.subject or caller.name,
                 claims={"iss": caller.issuer} if caller.issuer else None,
             )
         )
+        scope["user"] = user
         method, tool = scope["method"], None
         if scope["method"] == "POST":
-            receive, method, tool = await _peek(receive)
+            peeked = await _peek(receive)
+            if peeked is None:
+                refused = _Refusal(400, "invalid_request", "the body is nested too deeply to be read")
+                await self._refuse(send, refused, challenge=False)
+                self.audit.record(
+                    Entry(caller.name, caller.kind, "POST", None, 400, len(refused.body), _ms(started))
+                )
+                return
+            receive, method, tool = peeked
         if tool is not None and tool not in self.policy.kb_tools and not caller.memory:
+            needed = (
+                self.policy.verifier.policy.memory_scope
+                if caller.kind == "oauth" and self.policy.verifier
+                else MEMORY
+            )
             refused = _Refusal(
-                403, "insufficient_scope", "this tool needs the memory scope", scope_needed=MEMORY
+                403,
+                "insufficient_scope",
+                f"this tool needs the {needed} scope",
+                self._metadata,
+                scope_needed=needed,
             )
             await self._refuse(send, refused)
             self.audit.record(
                 Entry(caller.name, caller.kind, method, tool, 403, len(refused.body), _ms(started))
             )
             return
+        headers = dict(scope.get("headers", []))
+        version = headers.get(b"mcp-protocol-version", b"").decode("latin-1")
+        sid = headers.get(b"mcp-session-id", b"").decode("latin-1") or None
+        handshake = not version or version in _HANDSHAKE_VERSIONS
+        listen = method == "subscriptions/listen"
+        opening = handshake and sid is None and method == "initialize"
+        limit = None
+        if opening:
+            ending, limit = self.shares.admit(caller.key, caller.name)
+            for victim, owner in ending:
+                await self._end_session(scope, victim, owner)
+        if limit is not None:
+            body = json.dumps(
+                {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": limit.message}}
+            ).encode()
+            await _answer(send, limit.status, body, [(b"retry-after", b"1")])
+            self.audit.record(
+                Entry(caller.name, caller.kind, method, tool, limit.status, len(body), _ms(started))
+            )
+            return
+        stream = listen or (scope["method"] == "GET" and b"text/event-stream" in headers.get(b"accept", b""))
+        tracked = sid is not None and handshake and self.shares.begin(sid, caller.key)
         sent = _Counter(send)
         try:
-            await self.app(scope, receive, sent)
+            with contextlib.ExitStack() as stack:
+                cancel = anyio.CancelScope()
+                if stream:
+                    if caller.expires is not None:
+                        cancel.deadline = anyio.current_time() + max(0.0, caller.expires - time.time())
+                    stack.enter_context(self.shares.stream(caller.credential, cancel))
+                with cancel:
+                    await self.app(scope, receive, sent)
+                if cancel.cancelled_caught and sent.status and not sent.complete:
+                    await sent({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
+            if opening and sent.status and sent.status < 400 and sent.session_id:
+                self.shares.opened(sent.session_id, caller.key, user)
+            if tracked and sid is not None:
+                gone = sent.status == 404 or (scope["method"] == "DELETE" and 200 <= sent.status < 300)
+                self.shares.end(sid, gone)
             self.audit.record(
                 Entry(caller.name, caller.kind, method, tool, sent.status, sent.bytes, _ms(started))
             )
 
+    async def _end_session(self, scope: Scope, sid: str, owner: Any) -> None:
+        """End a session to make room, as the SDK ends one a client DELETEs (its owner's request)."""
+        kept = [(k, v) for k, v in scope.get("headers", []) if k in (b"host", b"origin")]
+        delete: dict[str, Any] = {
+            **{k: v for k, v in scope.items() if k not in ("headers", "method", "query_string", "user")},
+            "method": "DELETE",
+            "query_string": b"",
+            "headers": [*kept, (b"mcp-session-id", sid.encode()), (b"mcp-protocol-version", b"2025-11-25")],
+            "user": owner,
+        }
+        delivered = False
+
+        async def nothing() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        async def discard(message: Message) -> None:
+            return None
+
+        with anyio.move_on_after(10):
+            await self.app(delete, nothing, discard)
+        logger.warning("http: ended the session idle the longest to make room (fair share of sessions)")
+
+    async def close_revoked(self) -> None:
+        """Close every open stream whose personal token is no longer accepted (revoked, expired)."""
+        store = self.policy.store
+        if store is None:
+            return
+        open_tokens = [c for c in self.shares.credentials() if c.startswith("token:")]
+        if not open_tokens:
+            return
+        valid = await anyio.to_thread.run_sync(store.valid)
+        closed = sum(self.shares.close(c) for c in open_tokens if c.removeprefix("token:") not in valid)
+        if closed:
+            logger.warning(
+                "http: a personal token was revoked or expired: closed its %d open stream(s)", closed
+            )
+
+    async def watch_revocations(self) -> None:
+        """Runs for the server's lifetime: a revoked token's streams end within seconds."""
+        while True:
+            await anyio.sleep(REVOCATION_POLL_SECONDS)
+            try:
+                await self.close_revoked()
+            except Exception as exc:  # a file that cannot be read now is reported by the store
+                logger.debug("revocation check failed: %s", exc)
+
     async def _identify(self, scope: Scope) -> Caller | _Refusal:
         if self.policy.anonymous:
             return Caller("anonymous", "anonymous", memory=True)
-        presented, too_long = _presented(scope)
-        if too_long:
-            return _Refusal(401, "invalid_request", "the Authorization header is too long", self._metadata)
+        presented, problem = _presented(scope)
+        if problem == "long":
+            return _Refusal(400, "invalid_request", "the Authorization header is too long", self._metadata)
+        if problem == "query":
+            if self.shared is not None and hmac.compare_digest(
+                presented.encode("utf-8", "surrogateescape"), self.shared
+            ):
+                return Caller("shared", "shared", memory=True)
+            return _Refusal(
+                401,
+                "invalid_request",
+                "send the token as Authorization: Bearer; only the shared token may be in the URL",
+                self._metadata,
+            )
         if not presented:
-            return _Refusal(401, None, "send Authorization: Bearer <token>", self._metadata)
+            return _Refusal(401, None, "send Authorization: Bearer <token>", self._metadata, self._scopes)
         if self.shared is not None and hmac.compare_digest(
             presented.encode("utf-8", "surrogateescape"), self.shared
         ):
             return Caller("shared", "shared", memory=True)
         if presented.startswith(PREFIX) and self.policy.store is not None:
-            holder = self.policy.store.check(presented)
+            holder = await anyio.to_thread.run_sync(self.policy.store.check, presented)
             if holder is not None:
-                return Caller(holder.name, "token", memory=holder.scope == "memory")
+                return Caller(holder.name, "token", memory=holder.scope == "memory", digest=holder.sha256)
         elif self.policy.verifier is not None and presented.count(".") == 2:
             verifier = self.policy.verifier
             verdict = await verifier.verify(presented)
             if verdict.outcome == "forbidden":
                 return _Refusal(
-                    403, "access_denied", "this account is not allowed on this server", self._metadata
+                    403,
+                    "access_denied",
+                    "this account is not allowed on this server",
+                    self._metadata,
+                    principal=subject_name(verdict.subject),
                 )
             if verdict.outcome == "scope":
                 return _Refusal(
@@ -153,6 +318,7 @@ class AuthGate:
                     "the token lacks a required scope",
                     self._metadata,
                     verdict.reason,
+                    principal=subject_name(verdict.subject),
                 )
             if verdict.outcome == "ok":
                 policy = verifier.policy
@@ -161,30 +327,43 @@ class AuthGate:
                     "oauth",
                     memory=policy.memory_scope in verdict.scopes,
                     issuer=policy.issuer,
+                    subject=verdict.subject,
+                    expires=verdict.expires,
                 )
-        return _Refusal(401, "invalid_token", "the token was not accepted", self._metadata)
+        return _Refusal(401, "invalid_token", "the token was not accepted", self._metadata, self._scopes)
 
     @property
     def _metadata(self) -> str | None:
         return self.policy.resource_metadata_url
 
-    async def _refuse(self, send: Send, refusal: _Refusal) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": refusal.status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(refusal.body)).encode()),
-                    (b"www-authenticate", refusal.challenge.encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": refusal.body})
+    @property
+    def _scopes(self) -> str | None:
+        """The scopes a client should ask for (RFC 6750 `scope` in a 401): OAuth's required ones."""
+        verifier = self.policy.verifier
+        return " ".join(verifier.policy.scopes) or None if verifier is not None else None
+
+    async def _refuse(self, send: Send, refusal: _Refusal, *, challenge: bool = True) -> None:
+        extra = [(b"www-authenticate", refusal.challenge.encode())] if challenge else []
+        await _answer(send, refusal.status, refusal.body, extra)
+
+
+async def _answer(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class _Refusal:
-    """A 401 or 403 with its RFC 6750 challenge."""
+    """A 400, 401 or 403 with its RFC 6750 challenge."""
 
     def __init__(
         self,
@@ -193,8 +372,12 @@ class _Refusal:
         description: str,
         resource_metadata: str | None = None,
         scope_needed: str | None = None,
+        *,
+        principal: str | None = None,
     ) -> None:
         self.status = status
+        self.principal = principal
+        """The subject of a valid token refused (403 access_denied): the audit line names it."""
         parts = ['realm="kbkit"']
         if error:
             parts.append(f'error="{error}"')
@@ -207,27 +390,28 @@ class _Refusal:
         self.body = json.dumps({"error": error or "unauthorized", "error_description": description}).encode()
 
 
-def _presented(scope: Scope) -> tuple[str, bool]:
-    """(the bearer token or "", whether the Authorization header was too long)."""
+def _presented(scope: Scope) -> tuple[str, Literal["", "long", "query"]]:
+    """(the bearer token or "", why it is not an ordinary header: too long, or from the URL query)."""
     headers: list[tuple[bytes, bytes]] = scope.get("headers", [])
     for name, value in headers:
         if name == b"authorization":
             if len(value) > MAX_AUTHORIZATION_BYTES:
-                return "", True
+                return "", "long"
             if value[:7].lower() == b"bearer ":
-                return value[7:].strip().decode("latin-1"), False
-            return "", False
+                return value[7:].strip().decode("latin-1"), ""
+            return "", ""
     query_string: bytes = scope.get("query_string", b"")
     if b"token=" not in query_string:
-        return "", False
+        return "", ""
     query = parse_qs(query_string.decode("latin-1"))
     token = query.get("token", [""])[0]
-    return ("", True) if len(token) > MAX_AUTHORIZATION_BYTES else (token, False)
+    return ("", "long") if len(token) > MAX_AUTHORIZATION_BYTES else (token, "query")
 
 
-async def _peek(receive: Receive) -> tuple[Receive, str, str | None]:
+async def _peek(receive: Receive) -> tuple[Receive, str, str | None] | None:
     """Read the request body (bounded) for its JSON-RPC method and tool name, and a `receive` that
-    hands the same body to the app. A body too big, not JSON or not a request is passed on as is."""
+    hands the same body to the app. A body too big, not JSON or not a request is passed on as is;
+    None for JSON nested too deeply to parse (thousands of `[`), which nothing behind could read."""
     chunks: list[Message] = []
     size = 0
     more = True
@@ -246,6 +430,8 @@ async def _peek(receive: Receive) -> tuple[Receive, str, str | None]:
             )
         except ValueError:
             document = None
+        except RecursionError:
+            return None
         if isinstance(document, dict):
             method = plain(document.get("method")) if "method" in document else "response"
             params = document.get("params")
@@ -277,12 +463,18 @@ class _Counter:
         self._send = send
         self.status = 0
         self.bytes = 0
+        self.complete = False
+        self.session_id: str | None = None
 
     async def __call__(self, message: Message) -> None:
         if message["type"] == "http.response.start":
             self.status = message["status"]
+            for name, value in message.get("headers", []):
+                if name.lower() == b"mcp-session-id":
+                    self.session_id = value.decode("latin-1")
         elif message["type"] == "http.response.body":
             self.bytes += len(message.get("body", b""))
+            self.complete = not message.get("more_body", False)
         await self._send(message)
 
 

@@ -6,7 +6,10 @@ token and allowed for its key (never `none`, never an HMAC: a public key is no s
 signature, `iss`, `aud` (the server's public URL unless configured), `exp` and `nbf` (30 s of
 leeway), the required scopes, and who belongs (`allowed_subjects`, or a claim with an allowed
 value). A token signed with an unknown `kid` makes the keys be fetched again, at most once every
-REFETCH_SECONDS whatever arrives; an issuer that is down leaves the cached keys in use.
+REFETCH_SECONDS whatever arrives; an issuer that is down leaves the cached keys in use. The keys
+are also fetched again on a schedule (`run`): when the JWKS response's `Cache-Control: max-age`
+says, kept between REFETCH_SECONDS and KEYS_MAX_AGE, so a key the issuer retires stops working
+within KEYS_MAX_AGE (5 minutes).
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ MAX_TOKEN_CHARS = 8192
 """A longer bearer is refused before any parsing."""
 REFETCH_SECONDS = 5.0
 """The least time between two fetches of the issuer's keys."""
+KEYS_MAX_AGE = 300.0
+"""The longest the keys are trusted without asking the issuer again: a retired key's lifetime here."""
+RETRY_SECONDS = 30.0
+"""After a failed scheduled fetch, the next try."""
 LEEWAY_SECONDS = 30
 FETCH_TIMEOUT = 5.0
 MAX_DOCUMENT_BYTES = 1024 * 1024
@@ -68,16 +75,39 @@ class Verdict:
     reason: str
     subject: str = ""
     scopes: frozenset[str] = frozenset()
+    expires: float | None = None
+    """The token's `exp` (epoch seconds): streams it opened end then."""
+
+
+class Document(dict[str, Any]):
+    """A fetched JSON object, with the response's `Cache-Control: max-age` (None when absent)."""
+
+    max_age: float | None = None
 
 
 def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:
-    scope = claims.get("scope")
-    if isinstance(scope, str):
-        return frozenset(scope.split())
-    scp = claims.get("scp")
-    if isinstance(scp, list):
-        return frozenset(s for s in scp if isinstance(s, str))
-    return frozenset()
+    """The granted scopes, however the issuer writes them: `scope` or `scp` (Entra ID), each as a
+    space-separated string or a JSON list."""
+    found: set[str] = set()
+    for name in ("scope", "scp"):
+        value = claims.get(name)
+        if isinstance(value, str):
+            found.update(value.split())
+        elif isinstance(value, list):
+            found.update(s for s in value if isinstance(s, str))
+    return frozenset(found)
+
+
+def max_age(cache_control: str) -> float | None:
+    """`max-age` from a Cache-Control header (`no-store`/`no-cache` as 0), or None."""
+    directives = [part.strip().lower() for part in cache_control.split(",")]
+    if "no-store" in directives or "no-cache" in directives:
+        return 0.0
+    for directive in directives:
+        name, _, value = directive.partition("=")
+        if name == "max-age" and value.strip('"').isdigit():
+            return float(value.strip('"'))
+    return None
 
 
 class JwtVerifier:
@@ -96,6 +126,8 @@ class JwtVerifier:
         self.last_error: str | None = None
         """Why the last fetch of the keys failed, or None after a good one."""
         self.fetches = 0
+        self.keys_age = KEYS_MAX_AGE
+        """How long the keys of the last good fetch are trusted before the next scheduled one."""
 
     @property
     def key_count(self) -> int:
@@ -115,7 +147,16 @@ class JwtVerifier:
             return False
         self._keys = {k.key_id: k for k in keyset.keys if k.key_id and k.public_key_use in (None, "sig")}
         self.last_error = None
+        age = getattr(document, "max_age", None)
+        self.keys_age = KEYS_MAX_AGE if age is None else min(KEYS_MAX_AGE, max(REFETCH_SECONDS, age))
         return True
+
+    async def run(self) -> None:
+        """Fetch the keys again whenever they are due (runs for the server's lifetime)."""
+        while True:
+            await anyio.sleep(self.keys_age if self.last_error is None else RETRY_SECONDS)
+            async with self._lock:
+                await self.refresh()
 
     async def _discover(self) -> str:
         base = self.policy.issuer.rstrip("/")
@@ -188,7 +229,8 @@ class JwtVerifier:
         missing = [s for s in self.policy.scopes if s not in scopes]
         if missing:
             return Verdict("scope", " ".join(self.policy.scopes), subject, scopes)
-        return Verdict("ok", "", subject, scopes)
+        exp = claims.get("exp")
+        return Verdict("ok", "", subject, scopes, float(exp) if isinstance(exp, int | float) else None)
 
 
 def http_fetch(timeout: float = FETCH_TIMEOUT) -> Fetch:
@@ -208,9 +250,11 @@ def http_fetch(timeout: float = FETCH_TIMEOUT) -> Fetch:
                     raise ValueError(f"{url} answered more than 1 MiB")
         import json
 
-        document = json.loads(body)
-        if not isinstance(document, dict):
+        parsed = json.loads(body)
+        if not isinstance(parsed, dict):
             raise ValueError(f"{url} did not answer a JSON object")
+        document = Document(parsed)
+        document.max_age = max_age(response.headers.get("cache-control", ""))
         return document
 
     return fetch

@@ -4,13 +4,19 @@ file cannot be trusted (with the fix)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kbkit.catalog.clients import TOKEN_VAR
 from kbkit.config import ENV_FILE, Settings
-from kbkit.errors import ConfigError
+from kbkit.config.trust import auth_trust
+from kbkit.errors import ConfigError, KbkitError
+from kbkit.fsutil import atomic_write_text
 from kbkit.server.auth.audit import LogFormat
 from kbkit.server.auth.oauth import JwtVerifier, OAuthPolicy, http_fetch
 from kbkit.server.auth.tokens import TOKENS_FILE, TokenStore, read_tokens
@@ -28,6 +34,12 @@ class AuthPlan:
     """With `audience` empty when it is the server's own URL, known only once bound."""
     anonymous: bool
     log_format: LogFormat = "text"
+    host: str = "127.0.0.1"
+    untrusted: str | None = None
+    """Why `[server.http.oauth]` from kbkit.toml is not applied (it widens access beyond `kbkit trust`)."""
+    running: Path | None = None
+    """Where a serving process records the `[server.http]` settings it started with (for doctor)."""
+    started_with: dict[str, Any] | None = None
 
     def with_audience(self, url: str) -> OAuthPolicy | None:
         if self.oauth is None or self.oauth.audience:
@@ -37,8 +49,13 @@ class AuthPlan:
     def describe(self, url: str) -> list[str]:
         """Boot lines: what the server trusts. Never a token."""
         if self.anonymous:
-            return [f"auth: OFF ({ANONYMOUS_VAR}=1, local development only)"]
+            return [
+                f"auth: OFF ({ANONYMOUS_VAR}=1, local development only); a personal token created while "
+                f"this runs is ignored: restart without {ANONYMOUS_VAR} to require tokens"
+            ]
         lines = []
+        if self.untrusted:
+            lines.append(f"auth: OAuth sign-ins refused: {self.untrusted}")
         if self.shared:
             lines.append(
                 f"auth: bearer token from {TOKEN_VAR} (principal `shared`; or ?token=, weaker: it lands in "
@@ -56,6 +73,12 @@ class AuthPlan:
                 f"members: {' or '.join(members)}"
                 + (f"; required scopes: {' '.join(policy.scopes)}" if policy.scopes else "")
             )
+            if self.oauth is not None and not self.oauth.audience and self.host in ("0.0.0.0", "::"):
+                lines.append(
+                    "auth: warning: no [server.http.oauth] audience and no [sync] remote_url, so tokens "
+                    f"must carry aud={policy.audience}, an address no client signs in for; set audience "
+                    "to the URL clients use"
+                )
         return lines
 
     def verifier(self, url: str) -> JwtVerifier | None:
@@ -105,6 +128,12 @@ def plan_auth(settings: Settings, *, loopback: bool, host: str, log_format: LogF
             allowed_subjects=oauth_config.allowed_subjects,
             claims=dict(oauth_config.claims),
         )
+    untrusted = None
+    trust = auth_trust(settings)
+    if trust.widened:
+        if any(not phrase.startswith("oauth.") for phrase in trust.widened) or not (shared or exists):
+            raise ConfigError(trust.waiting(), fix=trust.fix())
+        oauth, untrusted = None, f"{trust.waiting()}; {trust.fix()}"
     if not (shared or exists or oauth or anonymous):
         raise ConfigError(
             f"no {TOKEN_VAR} is set, no personal token exists and there is no [server.http.oauth]: "
@@ -123,7 +152,50 @@ def plan_auth(settings: Settings, *, loopback: bool, host: str, log_format: LogF
         oauth=oauth,
         anonymous=anonymous and not (shared or exists or oauth),
         log_format=log_format,
+        host=host,
+        untrusted=untrusted,
+        running=settings.state_dir / RUNNING_FILE,
+        started_with=http_settings(settings),
     )
+
+
+RUNNING_FILE = "http-server.json"
+"""In the state folder: the pid and `[server.http]` settings of a running `kbkit serve --http`."""
+
+
+def http_settings(settings: Settings) -> dict[str, Any]:
+    """`[server.http]` as JSON: what a running server applied, compared by doctor with the file now."""
+    return dict(settings.http.model_dump(mode="json"))
+
+
+def record_running(plan: AuthPlan) -> None:
+    """Say which settings this process serves with (best effort: doctor only reads it)."""
+    if plan.running is None:
+        return
+    with contextlib.suppress(OSError, KbkitError):
+        atomic_write_text(plan.running, json.dumps({"pid": os.getpid(), "http": plan.started_with}) + "\n")
+
+
+def forget_running(plan: AuthPlan) -> None:
+    if plan.running is None:
+        return
+    try:
+        if json.loads(plan.running.read_text()).get("pid") == os.getpid():
+            plan.running.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def stale_settings(settings: Settings) -> tuple[int, list[str]] | None:
+    """(pid, the `[server.http]` keys changed since it started) of a running server, or None."""
+    try:
+        record = json.loads((settings.state_dir / RUNNING_FILE).read_text())
+        pid, started = int(record["pid"]), dict(record["http"])
+        os.kill(pid, 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    now = http_settings(settings)
+    return pid, [key for key in now if now[key] != started.get(key)]
 
 
 def _inside_kb(settings: Settings, path: Path) -> bool:

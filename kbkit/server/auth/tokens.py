@@ -8,10 +8,12 @@ kept, in a JSON file outside the kb folder (`.kbkit/tokens.json`, or `[server.ht
 
 Every writer (`kbkit token ...`, a server saving last-use times) holds an flock on a lock file
 beside it and replaces the file atomically with mode 0600. A server re-reads the file when its
-inode, size or mtime changes (one stat per request), so a revoked token is refused at its next
-request by every server on that file. The file is refused, with the fix, when it is a symlink,
-not a regular file, readable or writable by others, or not a tokens file: a server then accepts
-no personal token until it is fixed (the shared token and OAuth go on working).
+inode, size, mtime or mode changes (one stat per request, in a worker thread: a file on a stuck
+network share never stalls the event loop), so a revoked token is refused at its next request by
+every server on that file. A server saves last-use times best effort: it never waits for the
+lock (another writer holding it only delays the save). The file is refused, with the fix, when
+it is a symlink, not a regular file, readable or writable by others, or not a tokens file: a
+server then accepts no personal token until it is fixed (the shared token and OAuth go on working).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +47,8 @@ TOKENS_FILE = "tokens.json"
 MAX_FILE_BYTES = 4 * 1024 * 1024
 LAST_USE_INTERVAL = 60.0
 """Seconds between two saves of last-use times: a request never writes the file by itself."""
+MAX_DAYS = 36500
+"""The longest `--expires` (100 years): past it a date overflows, so it is refused."""
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}"
 Scope = Literal["read", "memory"]
 SCOPES: tuple[Scope, ...] = ("read", "memory")
@@ -132,17 +136,22 @@ def check_name(name: str) -> str:
     return name
 
 
-def _signature(info: os.stat_result) -> tuple[int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+Signature = tuple[int, int, int, int, int]
+"""(dev, inode, size, mtime, mode): a change in any one re-reads the file (chmod changes only the mode)."""
+NO_FILE: Signature = (0, 0, 0, 0, 0)
 
 
-def read_tokens(path: Path) -> tuple[list[TokenRecord], tuple[int, int, int, int]]:
-    """The records in `path` and the file's (dev, inode, size, mtime) signature, or
+def _signature(info: os.stat_result) -> Signature:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_mode)
+
+
+def read_tokens(path: Path) -> tuple[list[TokenRecord], Signature]:
+    """The records in `path` and the file's signature, or
     TokensFileError naming the problem and the fix. A missing file holds no tokens (signature 0s)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except (FileNotFoundError, NotADirectoryError):  # no file, or no state folder yet: no tokens
-        return [], (0, 0, 0, 0)
+        return [], NO_FILE
     except OSError as exc:
         if os.path.islink(path):
             raise TokensFileError(
@@ -201,13 +210,21 @@ def write_tokens(path: Path, records: list[TokenRecord]) -> None:
         raise
 
 
+class _Busy(Exception):
+    """Another writer holds the tokens file's lock (raised by `locked(..., wait=False)`)."""
+
+
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold the writers' lock of `path` (an flock on `<path>.lock`)."""
+def locked(path: Path, *, wait: bool = True) -> Iterator[None]:
+    """Hold the writers' lock of `path` (an flock on `<path>.lock`); with `wait=False`, raise _Busy
+    instead of waiting for another holder."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _Busy(f"{path}.lock is held by another writer") from None
         yield
     finally:
         os.close(fd)
@@ -220,8 +237,11 @@ def now_utc() -> datetime:
 def create(path: Path, name: str, scope: Scope, days: int | None, now: datetime | None = None) -> str:
     """Add a token named `name` and return it (the only time it exists outside the caller's hands)."""
     check_name(name)
-    if days is not None and days < 1:
-        raise InputError(f"--expires {days} is not a number of days", fix="give 1 or more, or leave it out")
+    if days is not None and not 1 <= days <= MAX_DAYS:
+        raise InputError(
+            f"--expires {days} is not a number of days kbkit accepts",
+            fix=f"give 1 to {MAX_DAYS} (100 years), or leave it out for a token that never expires",
+        )
     moment = now or now_utc()
     token = new_token()
     with locked(path):
@@ -255,13 +275,17 @@ class Holder:
 
     name: str
     scope: Scope
+    sha256: str = field(default="", compare=False)
+    """The token's digest: what its open streams are filed under, so a revoke can close them."""
 
 
 class TokenStore:
     """The server's view of the tokens file: re-read when it changes, last-use times saved in batches.
 
-    `check` costs one stat and one SHA-256; the file is read only after it changed. Thread-safe:
-    the gate calls it from the event loop, tests from anywhere."""
+    `check` costs one stat and one SHA-256; the file is read only after it changed. Thread-safe,
+    and meant to be called from a worker thread (the gate does): a stat on a stuck network share
+    may block. Last-use times are kept per token (two tokens of one name are told apart); a token's
+    first use is saved at once, later ones at most every `interval`, never waiting for the lock."""
 
     def __init__(
         self,
@@ -278,11 +302,15 @@ class TokenStore:
         self._monotonic = monotonic
         self._interval = interval
         self._lock = threading.Lock()
-        self._signature: tuple[int, int, int, int] | None = None
+        self._signature: Signature | None = None
         self._by_digest: dict[str, TokenRecord] = {}
         self._problem: str | None = None
         self._used: dict[str, datetime] = {}
+        """Token digest -> its last use not yet saved."""
+        self._seen: set[str] = set()
+        """Digests whose use has been saved (or tried) since the start: later uses wait for the interval."""
         self._saved_at = monotonic()
+        self._busy_said = False
 
     @property
     def problem(self) -> str | None:
@@ -295,13 +323,20 @@ class TokenStore:
         self._refresh()
         return len(self._by_digest)
 
+    def valid(self) -> frozenset[str]:
+        """The digests of the tokens accepted now (re-reading the file if it changed)."""
+        self._refresh()
+        now = self._clock()
+        with self._lock:
+            return frozenset(d for d, r in self._by_digest.items() if not r.expired(now))
+
     def _refresh(self) -> None:
         try:
             signature = _signature(os.lstat(self.path))
         except FileNotFoundError:
-            signature = (0, 0, 0, 0)
+            signature = NO_FILE
         except OSError:
-            signature = (-1, 0, 0, 0)
+            signature = (-1, 0, 0, 0, 0)
         with self._lock:
             if signature == self._signature:
                 return
@@ -330,23 +365,34 @@ class TokenStore:
         if record.expired(now):
             return None
         with self._lock:
-            self._used[record.name] = now
-            due = self._monotonic() - self._saved_at >= self._interval
+            self._used[record.sha256] = now
+            due = record.sha256 not in self._seen or self._monotonic() - self._saved_at >= self._interval
         if due:
             self.save_last_use()
-        return Holder(record.name, record.scope)
+        return Holder(record.name, record.scope, record.sha256)
 
     def save_last_use(self) -> None:
-        """Write the last-use times gathered since the last save (one write for any number of uses)."""
+        """Write the last-use times gathered since the last save (one write for any number of uses).
+
+        Best effort: when another writer holds the lock, the times are kept for the next save."""
         with self._lock:
             used, self._used = self._used, {}
             self._saved_at = self._monotonic()
+            self._seen.update(used)
         if not used:
             return
         try:
-            with locked(self.path):
+            with locked(self.path, wait=False):
                 records, _ = read_tokens(self.path)
-                changed = [replace(r, last_used=used[r.name]) if r.name in used else r for r in records]
+                changed = [replace(r, last_used=used[r.sha256]) if r.sha256 in used else r for r in records]
                 write_tokens(self.path, changed)
+            self._busy_said = False
+        except _Busy:
+            with self._lock:
+                for key, moment in used.items():
+                    self._used[key] = max(moment, self._used.get(key, moment))
+            if not self._busy_said:
+                self._busy_said = True
+                self._report(f"last-use times not saved yet: {self.path}.lock is held by another writer")
         except (OSError, TokensFileError) as exc:
             self._report(f"could not save last-use times to {self.path}: {exc}")

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbkit.config import ENV_FILE, MemorySettings, load_env
+from kbkit.server.team import LOCALE_VARIABLES
 
-LOCALE_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TMPDIR")
-"""Passed to a stdio upstream beside the SDK's safe base (PATH, HOME, USER, ...)."""
+__all__ = ["LOCALE_VARIABLES", "Credential", "key_problem", "read_credential", "upstream_env"]
 
 
 @dataclass(frozen=True)
