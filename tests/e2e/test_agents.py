@@ -6,8 +6,10 @@ and direct HTTP (`remote_transport = "http"`, MCP_TOKEN exported in the agent's 
 user's approvals are given the offline way each agent documents (folder trust, server approval;
 docs/clients.md), and the assertions are what the agent itself reports: the entry read without
 a warning, and connected where the CLI checks health (Codex, Copilot CLI and Auggie only list it).
+Mistral Vibe and OpenHands (PyPI, Python 3.12+, tests/peers/agents/python) have no offline command
+that reads their MCP config: their own code does it (check.py there), as a session starts.
 Not here (docs/clients.md): Crush, whose npm package downloads its binary at install time; Kimi
-Code, Mistral Vibe and OpenHands, which need a Python newer than this machine's.
+Code, whose CLI installs from neither npm nor PyPI (the PyPI kimi-cli is archived: it only prints so).
 """
 
 from __future__ import annotations
@@ -57,6 +59,9 @@ class Agent:
     stops: bool = True
     """False for a check that never exits by itself (Grok CLI's `mcp test` keeps the server's
     connection open): it is sent SIGTERM after LINGER seconds, which it answers by exiting 0."""
+    python: bool = False
+    """A PyPI agent checked by its own code in its own virtualenv (tests/peers/agents/python/check.py):
+    `check` is the server to connect."""
 
 
 def _write(path: Path, text: str) -> None:
@@ -97,6 +102,17 @@ def _qoder(home: Path, root: Path) -> dict[str, str]:
     return {}
 
 
+def _vibe(home: Path, root: Path) -> dict[str, str]:
+    _write(home / ".vibe" / "trusted_folders.toml", f"trusted = [{json.dumps(str(root))}]\nuntrusted = []\n")
+    return {}  # what its trust prompt saves ("trust this folder")
+
+
+def _openhands(home: Path, root: Path) -> dict[str, str]:
+    snippet = root / CLIENTS["openhands"].path  # the step sync prints: copy it into ~/.openhands/mcp.json
+    _write(home / ".openhands" / "mcp.json", snippet.read_text(encoding="utf-8"))
+    return {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1"}  # no fetch, no banner
+
+
 AGENTS = {
     agent.client: agent
     for agent in (
@@ -130,6 +146,8 @@ AGENTS = {
         Agent(
             "grok-cli", "grok", ("mcp", "test", "kb"), _nothing, "✓ Successfully connected to kb", stops=False
         ),
+        Agent("mistral-vibe", "vibe", ("kb",), _vibe, ": connected (", "trust", python=True),
+        Agent("openhands", "openhands", ("kb",), _openhands, ": connected (", python=True),
     )
 }
 WARNINGS = ("warning", "skipped", "invalid", "error", "disabled", "pending", "not found")
@@ -138,6 +156,7 @@ NOTICES = (
     "tools.allowed in settings.json are deprecated",  # Gemini CLI 0.61: yet the only project-level
     # pre-approval it honours (workspace policy files are ignored); docs/clients.md
     "Please configure Augment API URL",  # Auggie, signed out: no tenant or account servers to add
+    "AuthlibDeprecationWarning",  # OpenHands' SDK importing authlib.jose
 )
 """Warnings the CLIs print that are not about the kb entry."""
 LINGER = 30
@@ -149,6 +168,13 @@ UNANSWERED = ("Disconnected", "Failed to connect", "timed out", "connecting  [")
 """A CLI's health check that ran out of time (its own few seconds, on a loaded machine): asked again."""
 DEADLINE = 300.0
 """A bound on asking again, so a server that never answers fails instead of stalling."""
+
+
+def command(agent: Agent) -> list[str]:
+    """How an agent's CLI starts (a Python agent's own code: check.py in its virtualenv)."""
+    if agent.python:
+        return [str(agents.interpreter(agent.client)), str(agents.CHECK), agent.client]
+    return [str(agents.executable(agent.cli))]
 
 
 @dataclass(frozen=True)
@@ -185,13 +211,13 @@ def report(agent: Agent, root: Path, home: Path, mode: str) -> Report:
     env = agents.agent_env(home, **agent.approve(home, root))
     if mode == "http":
         env["MCP_TOKEN"] = TEST_TOKEN  # the step sync prints for direct HTTP entries
-    cli = str(agents.executable(agent.cli))
+    cli = command(agent)
     serve = None if mode == "local" else (kbkit_command()[0], root, PORT)
     if agent.after:
-        code, text = agents.run([cli, *agent.after], cwd=root, env=env)
+        code, text = agents.run([*cli, *agent.after], cwd=root, env=env)
         assert code == 0, text
     lingers = [] if agent.stops else ["timeout", "--preserve-status", str(LINGER)]
-    return ask([*lingers, cli, *agent.check], root, env, serve)
+    return ask([*lingers, *cli, *agent.check], root, env, serve)
 
 
 def ask(
@@ -209,7 +235,7 @@ def reports(mode: str, base: Path) -> dict[str, Report]:
     """Every agent's report on one mode's synced project (the CLIs run concurrently, Gemini CLI after)."""
     root = synced(base / "project", mode)
     for agent in AGENTS.values():  # skips (or fails under CI) before any CLI runs when one is missing
-        agents.executable(agent.cli)
+        command(agent)
     agents.isolated()
     together = {name: agent for name, agent in AGENTS.items() if not agent.alone}
     with ThreadPoolExecutor(CONCURRENT) as pool:
@@ -237,7 +263,7 @@ def problems(client: str, found: Report) -> list[str]:
 
 
 @pytest.mark.agents
-@pytest.mark.timeout(1200)  # twelve CLIs and their servers, asked again while a machine is loaded
+@pytest.mark.timeout(1200)  # fourteen CLIs and their servers, asked again while a machine is loaded
 @pytest.mark.parametrize("mode", MODES)
 def test_every_agent_reads_the_kb_entry_without_a_warning_and_connects(mode: str, tmp_path: Path) -> None:
     found = reports(mode, tmp_path)
@@ -326,15 +352,15 @@ def team_report(agent: Agent, root: Path, home: Path) -> dict[str, Report]:
     home.mkdir(parents=True)
     trust_for(root, home)
     env = agents.agent_env(home, **agent.approve(home, root))
-    cli = str(agents.executable(agent.cli))
+    cli = command(agent)
     for server in TEAM if agent.after else ():
         code, text = agents.run(
-            [cli, *(server if part == "kb" else part for part in agent.after)], cwd=root, env=env
+            [*cli, *(server if part == "kb" else part for part in agent.after)], cwd=root, env=env
         )
         assert code == 0, text
     found = {}
     for server in TEAM:
-        argv = [cli, *(server if part == "kb" else part for part in agent.check)]
+        argv = [*cli, *(server if part == "kb" else part for part in agent.check)]
         found[server] = ask(with_team_peer(argv, home), root, env)
     return found
 
@@ -354,7 +380,7 @@ def test_every_agent_connects_each_team_server_with_its_key_only_in_env_local(tm
     keys = f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n"
     root = synced(tmp_path / "project", "local", stdio_server() + remote_team_server(remote), keys)
     for agent in AGENTS.values():
-        agents.executable(agent.cli)
+        command(agent)
     agents.isolated()
     found: dict[str, dict[str, Report]] = {}
     with ThreadPoolExecutor(CONCURRENT) as pool:
@@ -383,3 +409,20 @@ def test_every_agent_connects_each_team_server_with_its_key_only_in_env_local(tm
         if path.is_file() and path.name != ".env.local":
             data = path.read_bytes()
             assert STDIO_KEY.encode() not in data and REMOTE_KEY.encode() not in data, path
+
+
+def test_a_python_agent_s_own_code_is_in_the_agents_tier() -> None:
+    python = agents.PYTHON_AGENTS / "openhands" / "bin" / "python"
+    argv = ["unshare", "-n", "--", "python", "offline.py", "--", str(python), str(agents.CHECK), "openhands"]
+    assert kind(argv) == "agents"
+
+
+def test_with_no_newer_python_the_python_agents_fail_under_ci_with_what_setup_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agents, "PYTHON_AGENTS", tmp_path)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="no Python 3.12 or newer found"):
+        command(AGENTS["openhands"])
+    setup = (Path(__file__).resolve().parents[1] / "setup.sh").read_text(encoding="utf-8")
+    assert f'PYTHON_AGENTS_MISSING="{agents.NO_NEWER_PYTHON}"' in setup
