@@ -52,6 +52,7 @@ from kbkit.kb import search as kb_search
 from kbkit.kb import semantic
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.reads import DEFAULT_MAX_TOKENS
+from kbkit.kb.search import fusion, naming, ranking
 from kbkit.kb.sections import Layout
 from kbkit.kb.tokens import estimate_tokens
 
@@ -118,7 +119,7 @@ def sections_answerer(
         dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
 
     def answer(question: Question) -> Read | None:
-        with patched(kb_search, "DENSE_PASSAGE_MARGIN", margin):
+        with patched(fusion, "DENSE_PASSAGE_MARGIN", margin):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -150,12 +151,12 @@ def patched(module: object, name: str, value: float | None) -> Iterator[None]:
 def document_ranking() -> Iterator[None]:
     """kbkit's ranking as it was before passages: document BM25 and the reference prior alone (no
     passage score, no title named by the query)."""
-    weight, boost = kb_search.PASSAGE_WEIGHT, kb_search.NAMED_TITLE_BOOST
-    kb_search.PASSAGE_WEIGHT, kb_search.NAMED_TITLE_BOOST = 0.0, 1.0
+    weight, boost = ranking.PASSAGE_WEIGHT, naming.NAMED_TITLE_BOOST
+    ranking.PASSAGE_WEIGHT, naming.NAMED_TITLE_BOOST = 0.0, 1.0
     try:
         yield
     finally:
-        kb_search.PASSAGE_WEIGHT, kb_search.NAMED_TITLE_BOOST = weight, boost
+        ranking.PASSAGE_WEIGHT, naming.NAMED_TITLE_BOOST = weight, boost
 
 
 def whole_document_answerer(kb: KnowledgeBase) -> Answerer:

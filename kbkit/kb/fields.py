@@ -17,11 +17,15 @@ import re
 import sqlite3
 from collections import Counter
 
-from kbkit.kb import passages
+from kbkit.kb import passages, segment
 from kbkit.kb.documents import Document
 from kbkit.kb.words import split_words
 
 COLUMNS = ("title", "name", "description", "tags", "headings", "body")
+"""The fields searched, in table order."""
+SEGMENTED = tuple(f"{name}_seg" for name in COLUMNS)
+"""Each field's words in the scripts written without spaces (kbkit/kb/segment.py), after them."""
+FTS_COLUMNS = COLUMNS + SEGMENTED
 """The FTS5 columns, in table order (store.py creates the table from this tuple)."""
 
 INDEX_TEXT_CAP = 4 * 1024 * 1024
@@ -96,12 +100,18 @@ def write(
         "\n".join(doc.headings),
         body,
     )
-    conn.execute(
-        f"INSERT INTO documents_fts (rowid, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
-        (doc_id, *values),
-    )
+    insert(conn, doc_id, values)
     record_references(conn, doc_id, references(path, body), counts)
     passages.write(conn, doc_id, body, doc.outline)
+
+
+def insert(conn: sqlite3.Connection, doc_id: int, values: tuple[str, ...]) -> None:
+    """Index the fields' `values` (in COLUMNS order) under `doc_id`, each with its segmented words."""
+    row = (*values, *(segment.segmented(value) for value in values))
+    conn.execute(
+        f"INSERT INTO documents_fts (rowid, {', '.join(FTS_COLUMNS)}) VALUES (?{', ?' * len(FTS_COLUMNS)})",
+        (doc_id, *row),
+    )
 
 
 def record_references(conn: sqlite3.Connection, doc_id: int, names: set[str], counts: Counter[str]) -> None:

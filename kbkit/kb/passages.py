@@ -18,11 +18,13 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from kbkit.kb import segment
 from kbkit.kb.sections import Heading, is_contents, passages
 from kbkit.kb.words import split_words
 
-PASSAGE_WEIGHTS = {"heading": 2.0, "body": 1.0}
-"""BM25 weights of a passage's heading (its heading path and summary line) and its text."""
+PASSAGE_WEIGHTS = {"heading": 2.0, "body": 1.0, "heading_seg": 2.0, "body_seg": 1.0}
+"""BM25 weights of a passage's heading (its heading path and summary line) and its text, and of
+their segmented words (kbkit/kb/segment.py)."""
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS passages (
@@ -37,14 +39,19 @@ CREATE TABLE IF NOT EXISTS passages (
     UNIQUE (doc_id, ord)
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS passages_fts USING fts5(
-    heading, body, content = '',
-    tokenize = 'porter unicode61 remove_diacritics 2'
+    heading, body, heading_seg, body_seg, content = '',
+    tokenize = "{tokenizer}"
 );
 """
 """`start`, `length` and `anchor` count characters of the served text (get_document's offsets);
 `heading` is what the heading column indexed: the passage's own heading path (in words.split_words
 form) and, for a passage that starts at a heading, its summary line; `section` is the heading path
 at `anchor` (reported)."""
+
+
+def schema() -> str:
+    """The passages tables' CREATE statements (the tokenizer's marks are made on first use)."""
+    return SCHEMA.format(tokenizer=segment.tokenizer())
 
 
 @dataclass(frozen=True)
@@ -75,13 +82,26 @@ def write(conn: sqlite3.Connection, doc_id: int, text: str, outline: tuple[Headi
         rows.append(
             (first + ord_, doc_id, ord_, passage.start, length, passage.anchor, heading, passage.anchor_path)
         )
-        indexed.append((first + ord_, heading, _searched(text[passage.start : passage.end])))
+        indexed.append(_indexed(first + ord_, heading, _searched(text[passage.start : passage.end])))
     conn.executemany(
         "INSERT INTO passages (id, doc_id, ord, start, length, anchor, heading, section) "
         "VALUES (?,?,?,?,?,?,?,?)",
         rows,
     )
-    conn.executemany("INSERT INTO passages_fts (rowid, heading, body) VALUES (?, ?, ?)", indexed)
+    conn.executemany(_INSERT, indexed)
+
+
+_INSERT = "INSERT INTO passages_fts (rowid, heading, body, heading_seg, body_seg) VALUES (?, ?, ?, ?, ?)"
+
+
+def _stored(rows: list[tuple[int, int, int, str]], text: str) -> list[tuple[int, str, str, str, str]]:
+    """passages_fts rows for stored passages (id, start, length, heading) of a document's `text`."""
+    return [_indexed(id_, head, _searched(text[start : start + length])) for id_, start, length, head in rows]
+
+
+def _indexed(passage_id: int, heading: str, body: str) -> tuple[int, str, str, str, str]:
+    """A passages_fts row: the heading and text, and their segmented words."""
+    return (passage_id, heading, body, segment.segmented(heading), segment.segmented(body))
 
 
 SUMMARY_CHARS = 200
@@ -112,10 +132,19 @@ def remove(conn: sqlite3.Connection, doc_id: int) -> None:
         "SELECT id, start, length, heading FROM passages WHERE doc_id = ?", (doc_id,)
     ).fetchall()
     conn.executemany(
-        "INSERT INTO passages_fts (passages_fts, rowid, heading, body) VALUES ('delete', ?, ?, ?)",
-        [(id_, heading, _searched(text[start : start + length])) for id_, start, length, heading in rows],
+        "INSERT INTO passages_fts (passages_fts, rowid, heading, body, heading_seg, body_seg) "
+        "VALUES ('delete', ?, ?, ?, ?, ?)",
+        _stored(rows, text),
     )
     conn.execute("DELETE FROM passages WHERE doc_id = ?", (doc_id,))
+
+
+def reindex(conn: sqlite3.Connection, doc_id: int, text: str) -> None:
+    """Index the stored passages of `doc_id` again (a new passages_fts): `text` is its indexed text."""
+    rows = conn.execute(
+        "SELECT id, start, length, heading FROM passages WHERE doc_id = ?", (doc_id,)
+    ).fetchall()
+    conn.executemany(_INSERT, _stored(rows, text))
 
 
 def clear(conn: sqlite3.Connection) -> None:
@@ -158,7 +187,7 @@ def best_in(conn: sqlite3.Connection, match: str, doc_ids: list[int]) -> dict[in
     ranged query a document: its passages' ids are consecutive (written in one go)."""
     sql = (
         "SELECT p.doc_id, p.id, p.start, p.length, p.anchor, p.section, "
-        "-bm25(passages_fts, :w_heading, :w_body) AS score "
+        f"-bm25(passages_fts, {', '.join(f':w_{name}' for name in PASSAGE_WEIGHTS)}) AS score "
         "FROM passages_fts JOIN passages p ON p.id = passages_fts.rowid "
         "WHERE passages_fts MATCH :match AND passages_fts.rowid BETWEEN :low AND :high AND p.doc_id = :doc "
         "ORDER BY score DESC LIMIT 1"

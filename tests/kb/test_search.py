@@ -135,7 +135,8 @@ def test_limit_is_bounded(kb: KnowledgeBase, limit: int) -> None:
 
 def test_the_ranking_sql_is_pinned() -> None:
     weights = ":w_title, :w_name, :w_description, :w_tags, :w_headings, :w_body"
-    assert f"bm25(documents_fts, {weights})" in search_sql(False)
+    segmented = weights.replace(",", "_seg,") + "_seg"
+    assert f"bm25(documents_fts, {weights}, {segmented})" in search_sql(False)
     assert "substr(d.path, 1, :prefix_len) = :prefix" in search_sql(True)
 
 

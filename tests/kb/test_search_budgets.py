@@ -13,10 +13,10 @@ import pytest
 
 from kbkit.config import load_settings
 from kbkit.errors import QueryError
-from kbkit.kb import search
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.fields import INDEX_TEXT_CAP
 from kbkit.kb.formats import markdown
+from kbkit.kb.search import core, snippets
 from tests.helpers.project import make_project
 from tests.helpers.serve import serve_in_memory
 from tests.peers.launch import forked_kbkit
@@ -91,16 +91,16 @@ def test_a_snippet_scans_a_bounded_window_of_a_page_dense_with_the_query_word(
 ) -> None:
     _, kb = dense_page
     scanned: list[int] = []
-    real = search.snippet_window
+    real = snippets.snippet_window
 
     def spy(text: str | None, pattern: re.Pattern[str], fallback: str) -> str:
         scanned.append(len(text or ""))
         return real(text, pattern, fallback)
 
-    monkeypatch.setattr(search, "snippet_window", spy)
+    monkeypatch.setattr(snippets, "snippet_window", spy)
     hits = kb.search("deploy").results
     assert {hit.path for hit in hits} == {"dense.md", "small.md"}
-    assert max(scanned) <= search.SNIPPET_SCAN_CHARS
+    assert max(scanned) <= snippets.SNIPPET_SCAN_CHARS
     assert "**deploy**" in hits[0].snippet and len(hits[0].snippet) < 400
 
 
@@ -150,10 +150,10 @@ async def test_a_search_tool_call_over_budget_is_an_error_result_and_the_server_
     many_hits: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with serve_in_memory(many_hits) as client:
-        monkeypatch.setattr(search, "SEARCH_SECONDS", 0.0)
+        monkeypatch.setattr(core, "SEARCH_SECONDS", 0.0)
         stopped = await client.call_tool("search", {"query": "deploy"})
         assert stopped.is_error
         assert "budget and was stopped" in stopped.content[0].text
-        monkeypatch.setattr(search, "SEARCH_SECONDS", 10.0)
+        monkeypatch.setattr(core, "SEARCH_SECONDS", 10.0)
         served = await client.call_tool("search", {"query": "deploy", "limit": 3})
         assert not served.is_error and len(served.structured_content["results"]) == 3

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from kbkit.config import load_settings
-from kbkit.kb import search
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.search import compile_query, named, names_member
+from kbkit.kb.search import compile_query, named, names_member, naming
 from tests.helpers.project import make_project
 
 
@@ -80,7 +79,7 @@ def test_the_page_whose_title_the_query_names_outranks_a_sibling_sharing_more_wo
     try:
         question = "Gadget: change the number of teeth it holds"
         assert kb.search(question).results[0].path == "gadget-class.md"
-        monkeypatch.setattr(search, "NAMED_TITLE_BOOST", 1.0)
+        monkeypatch.setattr(naming, "NAMED_TITLE_BOOST", 1.0)
         assert kb.search(question).results[0].path == "sprocket-class.md"
     finally:
         kb.close()
@@ -110,7 +109,7 @@ def test_a_hit_points_at_the_member_the_query_names_over_a_neighbour_sharing_mor
     try:
         question = "Box: insert an item with a hint position"
         assert kb.search(question).results[0].section == "Box Class > Box::Insert"
-        monkeypatch.setattr(search, "NAMED_SHARE", 2.0)  # no passage is close enough: the rule is off
+        monkeypatch.setattr(naming, "NAMED_SHARE", 2.0)  # no passage is close enough: the rule is off
         assert kb.search(question).results[0].section == "Box Class > Box::EmplaceHint"
     finally:
         kb.close()

@@ -1,0 +1,120 @@
+"""The lexical ranking: BM25 over weighted fields plus each document's best passage, the reference
+prior, and copies of a page folded into the best-ranked one."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass
+
+from kbkit.kb import passages
+from kbkit.kb.fields import FTS_COLUMNS, reference_counts, stem
+
+FIELD_WEIGHTS = {"title": 1.5, "name": 2.0, "description": 1.5, "tags": 1.5, "headings": 1.0, "body": 1.0}
+"""BM25 weights of the fields (docs/benchmarks.md has the measurements behind them)."""
+COLUMN_WEIGHTS = FIELD_WEIGHTS | {f"{name}_seg": weight for name, weight in FIELD_WEIGHTS.items()}
+"""A field's segmented words (kbkit/kb/segment.py) weigh what the field weighs."""
+PASSAGE_WEIGHT = 1.5
+"""A document's best passage score (relative to the best passage's) counts this much beside its
+own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
+REFERENCE_WEIGHT = 0.3
+"""The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
+other documents name it (a `name` code span or a relative link to it). The page others point at
+(`chmod`, a team's main runbook) outranks rarer pages that only share a word with the query
+(docs/adr/0024 and docs/benchmarks.md have the measurements)."""
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A candidate document and its score at one step of the ranking."""
+
+    doc_id: int
+    path: str
+    title: str
+    ext: str
+    sha256: str
+    score: float
+
+    def rescored(self, score: float) -> Ranked:
+        return Ranked(self.doc_id, self.path, self.title, self.ext, self.sha256, score)
+
+
+def search_sql(with_prefix: bool) -> str:
+    """The ranking query `search` runs (tests pin its weights and prefix filter)."""
+    prefix = "AND substr(d.path, 1, :prefix_len) = :prefix " if with_prefix else ""
+    weights = ", ".join(f":w_{name}" for name in FTS_COLUMNS)
+    return (
+        "SELECT d.id, d.path, d.title, d.ext, d.sha256, "
+        f"-bm25(documents_fts, {weights}) AS score "
+        "FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid "
+        f"WHERE documents_fts MATCH :match {prefix}"
+        "ORDER BY score DESC, d.path LIMIT :limit"
+    )
+
+
+def lexical(conn: sqlite3.Connection, match: str, prefix: str, pool: int) -> list[Ranked]:
+    """The `pool` documents BM25 ranks best for the MATCH expression `match`."""
+    params: dict[str, object] = {f"w_{name}": COLUMN_WEIGHTS[name] for name in FTS_COLUMNS}
+    params |= {"match": match, "limit": pool}
+    if prefix:
+        params |= {"prefix": prefix, "prefix_len": len(prefix)}
+    return [Ranked(*row) for row in conn.execute(search_sql(bool(prefix)), params)]
+
+
+def combined(
+    conn: sqlite3.Connection, ranked: list[Ranked], best: dict[int, passages.Best], pool: int
+) -> list[Ranked]:
+    """Each document's BM25 score and its best passage's, each relative to the best of its kind,
+    added up (the passage's at PASSAGE_WEIGHT): a long page whose one section answers the query
+    competes with pages that match all over. Documents found only by a passage join the ranking."""
+    top_doc = max((hit.score for hit in ranked), default=0.0) or 1.0
+    top_passage = max((found.score for found in best.values()), default=0.0) or 1.0
+    known = {hit.doc_id: hit for hit in ranked}
+    add_rows(conn, known, [doc_id for doc_id in best if doc_id not in known])
+    scores = {doc_id: hit.score / top_doc for doc_id, hit in known.items()}
+    for doc_id, found in best.items():
+        if doc_id in scores:
+            scores[doc_id] += PASSAGE_WEIGHT * found.score / top_passage
+    order = sorted(scores, key=lambda doc_id: (-scores[doc_id], known[doc_id].path))
+    return [known[doc_id].rescored(scores[doc_id]) for doc_id in order[:pool]]
+
+
+def add_rows(conn: sqlite3.Connection, known: dict[int, Ranked], doc_ids: list[int]) -> None:
+    """Add the documents `doc_ids` to `known`, with score 0."""
+    for start in range(0, len(doc_ids), 500):
+        ids = ",".join(str(doc_id) for doc_id in doc_ids[start : start + 500])
+        for row in conn.execute(f"SELECT id, path, title, ext, sha256 FROM documents WHERE id IN ({ids})"):
+            doc_id, path, title, ext, sha256 = row
+            known[doc_id] = Ranked(doc_id, path, title, ext, sha256, 0.0)
+
+
+def referenced(conn: sqlite3.Connection, ranked: list[Ranked]) -> list[Ranked]:
+    """`ranked` with the reference prior applied to each score, in its new order."""
+    names = {hit.doc_id: stem(hit.path).lower() for hit in ranked}
+    counts = reference_counts(conn, sorted(set(names.values())))
+    if not counts:
+        return ranked
+    weighed = [
+        hit.rescored(hit.score * (1 + REFERENCE_WEIGHT * math.log1p(counts.get(names[hit.doc_id], 0))))
+        for hit in ranked
+    ]
+    return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
+
+
+def fold(ranked: list[Ranked]) -> tuple[list[Ranked], dict[int, list[str]]]:
+    """Keep the best-ranked of each set of near-copies: the same file name and title in another
+    folder (`linux/df.md`, `osx/df.md`), or the same bytes. Returns the kept hits, in order, and
+    for each the paths folded into it."""
+    kept: list[Ranked] = []
+    folded: dict[int, list[str]] = {}
+    owner: dict[object, int] = {}
+    for hit in ranked:
+        keys = (("name", hit.path.rsplit("/", 1)[-1].lower(), hit.title.strip().lower()), ("sha", hit.sha256))
+        first = next((owner[key] for key in keys if key in owner), None)
+        if first is not None:
+            folded.setdefault(first, []).append(hit.path)
+            continue
+        for key in keys:
+            owner[key] = hit.doc_id
+        kept.append(hit)
+    return kept, folded

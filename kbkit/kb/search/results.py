@@ -1,0 +1,124 @@
+"""What a search returns: hits cut to the caller's token budget, copies folded, and a note saying
+why nothing was found or what was left out."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kbkit.kb import passages
+from kbkit.kb.search.query import MAX_TERMS, CompiledQuery
+from kbkit.kb.search.ranking import Ranked
+from kbkit.kb.tokens import estimate_tokens
+from kbkit.kb.uris import doc_uri
+
+
+@dataclass
+class Hit:
+    path: str
+    title: str
+    score: float
+    """Relevance relative to the best hit of this search: 1.0 for the first, lower below it."""
+    section: str
+    """The heading path of the section the best-matching passage is in ("" before any heading)."""
+    offset: int
+    """Where that section starts in the text get_document serves (characters): read from here."""
+    snippet: str
+    uri: str | None = None
+    folded: list[str] = field(default_factory=list)
+    """Paths of near-copies of this hit (same file name and title, or same bytes) left out below it."""
+
+    def to_dict(self) -> dict[str, Any]:
+        item = asdict(self)
+        if item["uri"] is None:
+            del item["uri"]
+        if not item["folded"]:
+            del item["folded"]
+        return item
+
+
+@dataclass
+class SearchResult:
+    results: list[Hit] = field(default_factory=list)
+    note: str | None = None
+    truncated: bool = False
+    """True when `max_tokens` cut the list short of `limit` hits."""
+
+    def to_dict(self) -> dict[str, Any]:
+        hits = []
+        for hit in self.results:
+            hits.append(hit.to_dict())
+        out: dict[str, Any] = {"results": hits, "truncated": self.truncated}
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def shaped(
+    hits: list[Ranked],
+    *,
+    best: dict[int, passages.Best],
+    snippets: dict[int, str],
+    folded: dict[int, list[str]],
+    servable: set[str],
+    max_tokens: int | None,
+    compiled: CompiledQuery,
+) -> tuple[SearchResult, list[str]]:
+    """The hits as served, scores relative to the first, cut where `max_tokens` runs out; and the
+    notes saying what was cut or folded."""
+    result = SearchResult()
+    notes = []
+    if compiled.dropped_terms:
+        notes.append(
+            f"the query was cut to its first {MAX_TERMS} distinct words "
+            f"({compiled.dropped_terms} more ignored)"
+        )
+    budget = max_tokens
+    top = hits[0].score if hits and hits[0].score > 0 else 1.0
+    shown_folds = 0
+    for ranked_hit in hits:
+        hit = Hit(
+            path=ranked_hit.path,
+            title=ranked_hit.title,
+            score=round(ranked_hit.score / top, 3),
+            section=best[ranked_hit.doc_id].section if ranked_hit.doc_id in best else "",
+            offset=best[ranked_hit.doc_id].anchor if ranked_hit.doc_id in best else 0,
+            snippet=snippets.get(ranked_hit.doc_id, ranked_hit.title),
+            uri=doc_uri(ranked_hit.path) if ranked_hit.ext in servable else None,
+            folded=folded.get(ranked_hit.doc_id, []),
+        )
+        cost = estimate_tokens(hit.to_dict())
+        if budget is not None and cost > budget and result.results:
+            result.truncated = True
+            notes.append(
+                f"max_tokens={max_tokens} cut the list at {len(result.results)} of {len(hits)} hits; "
+                "raise max_tokens or lower limit"
+            )
+            break
+        if budget is not None:
+            budget -= cost
+        result.results.append(hit)
+        shown_folds += len(hit.folded)
+    if shown_folds:
+        notes.append(
+            f"{shown_folds} near-copies (same file name and title, or same content) were folded into "
+            "the hit ranked above them; each hit's `folded` lists them"
+        )
+    return result, notes
+
+
+def why_empty(conn: sqlite3.Connection, compiled: CompiledQuery, prefix: str) -> str:
+    """The note of a search that found nothing: an empty index, a prefix matching no path, or words
+    no document holds."""
+    total = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    if total == 0:
+        return "the index holds no documents yet; check [kb] path in kbkit.toml and run `kbkit index`"
+    if prefix:
+        under = conn.execute(
+            "SELECT count(*) FROM documents WHERE substr(path, 1, ?) = ?", (len(prefix), prefix)
+        ).fetchone()[0]
+        if under == 0:
+            return f"no indexed document's path starts with {prefix!r}; drop path_prefix or fix it"
+    words = ", ".join(compiled.terms[:10])
+    return f"no document contains any of the words: {words}; try other words or synonyms"
