@@ -4,9 +4,9 @@
 # the tests exercise, and the real third-party peers from npm (the MCP Inspector, the reference
 # memory server, the `skills` CLI, and the Node 24 they need), pinned by tests/peers/npm's lock; the
 # agents' own CLIs (Claude Code, Gemini CLI, Codex, opencode, Qwen Code, Copilot CLI, Amp, Kilo Code,
-# Factory droid, Qoder CLI, Auggie, Grok CLI) into tests/peers/agents, and Mistral Vibe and OpenHands
-# (PyPI, Python 3.12 or newer) into tests/peers/agents/python; and Debian's HAProxy and openssl (the
-# `haproxy` tier) when missing.
+# Factory droid, Qoder CLI, Auggie, Grok CLI, Kimi Code) into tests/peers/agents, and Mistral Vibe
+# and OpenHands (PyPI, Python 3.12 or newer) into tests/peers/agents/python; and Debian's HAProxy
+# and openssl (the `haproxy` tier) when missing.
 # Rerunning it brings an existing checkout up to date.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -462,13 +462,18 @@ CLIENTS: dict[str, Client] = {
         Client(
             "kimi",
             "Kimi Code CLI",
-            ".agents/tool-cfg/kimi.json",
+            ".kimi-code/mcp.json",
             "json",
             ("mcpServers",),
             "plain",
             None,
-            user_config="~/.kimi/mcp.json (or $KIMI_SHARE_DIR/mcp.json)",
-            source="kimi-cli 1.52.0 (PyPI) kimi_cli/cli/mcp.py, kimi_cli/share.py",
+            extra=(("startupTimeoutMs", START_UP_SECONDS * 1000),),
+            caveat="trust the folder when Kimi Code asks: it reads .kimi-code/mcp.json only in a trusted "
+            "workspace",
+            source="@moonshot-ai/kimi-code 2.1.0 (npm) dist/main.mjs (loadMcpServersDetailed: "
+            "<cwd>/.kimi-code/mcp.json over <project root>/.mcp.json over ~/.kimi-code/mcp.json, the "
+            "project files only in a trusted workspace; startupTimeoutMs default 30 s); the PyPI "
+            "kimi-cli it replaced is archived",
         ),
         Client(
             "mistral-vibe",

@@ -8,8 +8,9 @@ docs/clients.md), and the assertions are what the agent itself reports: the entr
 a warning, and connected where the CLI checks health (Codex, Copilot CLI and Auggie only list it).
 Mistral Vibe and OpenHands (PyPI, Python 3.12+, tests/peers/agents/python) have no offline command
 that reads their MCP config: their own code does it (check.py there), as a session starts.
-Not here (docs/clients.md): Crush, whose npm package downloads its binary at install time; Kimi
-Code, whose CLI installs from neither npm nor PyPI (the PyPI kimi-cli is archived: it only prints so).
+Kimi Code has none either: its own local server reports (kimi_web.py there), after the folder is
+trusted through it as its trust prompt would. Not here (docs/clients.md): Crush, whose npm package
+downloads its binary at install time.
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ class Agent:
     python: bool = False
     """A PyPI agent checked by its own code in its own virtualenv (tests/peers/agents/python/check.py):
     `check` is the server to connect."""
+    served: bool = False
+    """Kimi Code, asked through its own local server (tests/peers/agents/kimi_web.py): `check` is
+    the server to report on."""
 
 
 def _write(path: Path, text: str) -> None:
@@ -147,6 +151,7 @@ AGENTS = {
             "grok-cli", "grok", ("mcp", "test", "kb"), _nothing, "✓ Successfully connected to kb", stops=False
         ),
         Agent("mistral-vibe", "vibe", ("kb",), _vibe, ": connected (", "trust", python=True),
+        Agent("kimi", "kimi", ("kb",), _nothing, ": connected (", "trust", served=True),
         Agent("openhands", "openhands", ("kb",), _openhands, ": connected (", python=True),
     )
 }
@@ -174,6 +179,8 @@ def command(agent: Agent) -> list[str]:
     """How an agent's CLI starts (a Python agent's own code: check.py in its virtualenv)."""
     if agent.python:
         return [str(agents.interpreter(agent.client)), str(agents.CHECK), agent.client]
+    if agent.served:
+        return [sys.executable, "-I", str(agents.KIMI_WEB), str(agents.executable(agent.cli))]
     return [str(agents.executable(agent.cli))]
 
 
@@ -263,7 +270,7 @@ def problems(client: str, found: Report) -> list[str]:
 
 
 @pytest.mark.agents
-@pytest.mark.timeout(1200)  # fourteen CLIs and their servers, asked again while a machine is loaded
+@pytest.mark.timeout(1200)  # fifteen CLIs and their servers, asked again while a machine is loaded
 @pytest.mark.parametrize("mode", MODES)
 def test_every_agent_reads_the_kb_entry_without_a_warning_and_connects(mode: str, tmp_path: Path) -> None:
     found = reports(mode, tmp_path)

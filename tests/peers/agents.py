@@ -20,6 +20,8 @@ PYTHON_AGENTS = HERE / "agents" / "python"
 """A virtualenv per agent whose CLI is a PyPI package needing Python 3.12+ (Mistral Vibe, OpenHands),
 named as its pins file there; `check.py` there runs in it."""
 CHECK = PYTHON_AGENTS / "check.py"
+KIMI_WEB = HERE / "agents" / "kimi_web.py"
+"""Asks Kimi Code's local server for its report on a server (it has no command that does)."""
 NO_NEWER_PYTHON = (
     "no Python 3.12 or newer found (python3.13, python3.12, /root/.pyenv/versions/3.1x, pyenv), "
     "so Mistral Vibe and OpenHands are not installed"

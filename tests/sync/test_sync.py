@@ -31,7 +31,8 @@ from tests.helpers.sync import (
 
 TOKEN = "s3cr3t-token-value-0123456789"
 
-# The keys each entry shape takes (Codex rejects anything else); per client, docs/clients.md.
+# The keys each entry shape takes (Codex rejects anything else), besides a row's own `extra` keys;
+# per client, docs/clients.md.
 ALLOWED_KEYS = {
     "typed": {"type", "command", "args", "env", "url", "headers", "tools", "timeout"},
     "plain": {"command", "args", "env", "url", "headers", "autoApprove"},
@@ -77,7 +78,7 @@ def test_every_client_gets_a_stdio_entry_that_runs_this_kbkit_with_no_env_block(
     assert {o.client: o.action for o in report.outcomes} == {c: "created" for c in ALL}
     for name, client in CLIENTS.items():
         entry = read_entry(root, name)
-        assert set(entry) <= ALLOWED_KEYS[client.template], (name, entry)
+        assert set(entry) <= ALLOWED_KEYS[client.template] | dict(client.extra).keys(), (name, entry)
         assert argv_of(client, entry) == [*render.kbkit_command(), "serve", "--root", str(root.resolve())]
         argv = argv_of(client, entry)
         assert Path(argv[0]).is_absolute()
