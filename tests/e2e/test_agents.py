@@ -433,3 +433,14 @@ def test_with_no_newer_python_the_python_agents_fail_under_ci_with_what_setup_sa
         command(AGENTS["openhands"])
     setup = (Path(__file__).resolve().parents[1] / "setup.sh").read_text(encoding="utf-8")
     assert f'PYTHON_AGENTS_MISSING="{agents.NO_NEWER_PYTHON}"' in setup
+
+
+@pytest.mark.agents
+def test_mistral_vibe_reads_no_project_server_in_a_folder_not_trusted(tmp_path: Path) -> None:
+    """Why Mistral Vibe's step says "trust the folder": untrusted, .vibe/config.toml is not read."""
+    root = synced(tmp_path / "project", "local")
+    (tmp_path / "home").mkdir()
+    code, text = agents.run(
+        [*command(AGENTS["mistral-vibe"]), "kb"], cwd=root, env=agents.agent_env(tmp_path / "home")
+    )
+    assert code == 1 and "kb: not in Mistral Vibe's configuration (its servers: none)" in text, text
