@@ -28,7 +28,6 @@ NO_NEWER_PYTHON = (
 )
 """What tests/setup.sh says when it finds no Python for them (its PYTHON_AGENTS_MISSING)."""
 OFFLINE = HERE / "offline.py"
-SETUP_SAYS = f"{SETUP}; if it printed that there was"
 DEADLINE = 300.0
 """A bound on one CLI run (a server start included), so a hang fails instead of stalling."""
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -49,7 +48,8 @@ def interpreter(agent: str) -> Path:
     via `missing`, with setup.sh's words when it found no Python 3.12 or newer."""
     python = PYTHON_AGENTS / agent / "bin" / "python"
     if not python.exists():
-        missing(f"the {agent} CLI (tests/peers/agents/python/{agent})", f"{SETUP_SAYS}: {NO_NEWER_PYTHON}")
+        fix = f"{SETUP}, after installing a Python 3.12 or newer if it says: {NO_NEWER_PYTHON}"
+        missing(f"the {agent} CLI (tests/peers/agents/python/{agent})", fix)
     return python
 
 
