@@ -63,6 +63,8 @@ class Agent:
     python: bool = False
     """A PyPI agent checked by its own code in its own virtualenv (tests/peers/agents/python/check.py):
     `check` is the server to connect."""
+    team: str = ""
+    """What its report says of a team server, `{server}` its name, where `connected` names kb."""
     served: bool = False
     """Kimi Code, asked through its own local server (tests/peers/agents/kimi_web.py): `check` is
     the server to report on."""
@@ -142,13 +144,20 @@ AGENTS = {
             "kb (workspace: untrusted): connected (2 tools: search, get_document)",
             "`amp mcp approve kb`",
             ("mcp", "approve", "kb"),
+            team="{server} (workspace: untrusted): connected (",
         ),
-        Agent("kilo", "kilo", ("mcp", "list"), _nothing, "✓ kb connected"),
+        Agent("kilo", "kilo", ("mcp", "list"), _nothing, "✓ kb connected", team="✓ {server} connected"),
         Agent("factory", "droid", ("mcp", "list"), _nothing, "connected  [project]"),
         Agent("qoder", "qodercli", ("mcp", "get", "kb"), _qoder, "Status: ✓ Connected", "approve"),
-        Agent("augment", "auggie", ("mcp", "list"), _nothing, "✓ kb "),
+        Agent("augment", "auggie", ("mcp", "list"), _nothing, "✓ kb ", team="✓ {server} "),
         Agent(
-            "grok-cli", "grok", ("mcp", "test", "kb"), _nothing, "✓ Successfully connected to kb", stops=False
+            "grok-cli",
+            "grok",
+            ("mcp", "test", "kb"),
+            _nothing,
+            "✓ Successfully connected to kb",
+            stops=False,
+            team="✓ Successfully connected to {server}",
         ),
         Agent("mistral-vibe", "vibe", ("kb",), _vibe, ": connected (", "trust", python=True),
         Agent("kimi", "kimi", ("kb",), _nothing, ": connected (", "trust", served=True),
@@ -366,16 +375,18 @@ def team_report(agent: Agent, root: Path, home: Path) -> dict[str, Report]:
         )
         assert code == 0, text
     found = {}
+    lingers = [] if agent.stops else ["timeout", "--preserve-status", str(LINGER)]
     for server in TEAM:
-        argv = [*cli, *(server if part == "kb" else part for part in agent.check)]
+        argv = [*lingers, *cli, *(server if part == "kb" else part for part in agent.check)]
         found[server] = ask(with_team_peer(argv, home), root, env)
     return found
 
 
 def team_connected(client: str, server: str, found: Report) -> bool:
     """The agent says this server is connected: on its own line in a list, or in its `get` report."""
-    marker = AGENTS[client].connected
-    if "kb" in AGENTS[client].check:  # `mcp get NAME`: the whole report is about the server
+    agent = AGENTS[client]
+    marker = agent.team.replace("{server}", server) if agent.team else agent.connected
+    if "kb" in agent.check:  # `mcp get NAME`: the whole report is about the server
         return found.code == 0 and marker in found.text
     return any(server in line and marker in line for line in found.text.splitlines())
 
