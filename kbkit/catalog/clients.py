@@ -58,7 +58,8 @@ class Client:
     path: str
     """Where the config lives, relative to the project root (user-level clients: a ready snippet)."""
     format: str
-    """json | jsonc (comments allowed, shared with other settings) | toml"""
+    """json | jsonc (comments allowed, shared with other settings) | toml | toml-tables (servers as
+    an array of tables that name themselves, kbkit/sync/merge.py)"""
     root_key: tuple[str, ...]
     """The object the server entries live in."""
     template: str
@@ -87,6 +88,11 @@ class Client:
     server_file: str | None = None
     """For a client that keeps one file per server (Continue): where a team server's file goes,
     `{server}` being its name; None: team servers go into `path` beside kb."""
+    aliases: tuple[str, ...] = ()
+    """Other names `[sync] clients` and `--only` accept for this row: an id it had before a rename."""
+    end_of_life: str | None = None
+    """What changed for an agent its vendor has stopped or stopped serving for most users, and what
+    to move to: the row stays usable and `kbkit doctor` says this line."""
 
     @property
     def user_level(self) -> bool:
@@ -177,6 +183,9 @@ CLIENTS: dict[str, Client] = {
             "starts no project server",
             source="google-gemini/gemini-cli docs/tools/mcp-server.md, docs/cli/trusted-folders.md; "
             "Gemini CLI 0.61.0 run offline",
+            end_of_life="Google stopped serving Gemini CLI to free, Google AI Pro and Ultra users on "
+            "2026-06-18 (Code Assist Standard/Enterprise and paid API keys keep it); its successor is "
+            'Antigravity CLI: add "antigravity-cli" to [sync] clients',
         ),
         Client(
             "opencode",
@@ -240,15 +249,17 @@ CLIENTS: dict[str, Client] = {
             source="modelcontextprotocol.io/quickstart/user",
         ),
         Client(
-            "windsurf",
-            "Windsurf",
+            "devin-desktop",
+            "Devin Desktop (Windsurf)",
             ".agents/tool-cfg/windsurf.json",
             "json",
             ("mcpServers",),
             "server-url",
             "${{env:{var}}}",
             user_config="~/.codeium/windsurf/mcp_config.json",
-            source="docs.windsurf.com/windsurf/cascade/mcp",
+            source="docs.windsurf.com/windsurf/cascade/mcp (Windsurf renamed Devin Desktop, 2026-06: "
+            "the MCP file is unchanged)",
+            aliases=("windsurf",),
         ),
         Client(
             "cline",
@@ -273,6 +284,9 @@ CLIENTS: dict[str, Client] = {
             caveat="turn on auto-approval of MCP tools in Roo Code: alwaysAllow applies only then",
             caveat_when="preapprove",
             source="RooCodeInc/Roo-Code src/services/mcp/McpHub.ts, src/core/auto-approval/index.ts",
+            end_of_life="Roo Code was shut down on 2026-05-15 (its repository is archived): the "
+            "extension keeps reading .roo/mcp.json, but gets no fixes; its notice points to Zoo Code "
+            "and Cline",
         ),
         Client(
             "kilo",
@@ -281,11 +295,11 @@ CLIENTS: dict[str, Client] = {
             "json",
             ("mcp",),
             "opencode",
-            "{{env:{var}}}",
+            None,  # Kilo CLI 7.7.7, run offline, skips a project file that uses {env:VAR}: relay only
             extra=(("timeout", START_UP_SECONDS * 1000),),
             approval=Approval("map", ("permission",), "{server}_{tool}", sanitize=True),
             source="Kilo-Org/kilocode packages/kilo-docs/pages/automate/mcp/using-in-kilo-code.md, "
-            "packages/opencode/src/mcp/index.ts",
+            "packages/opencode/src/mcp/index.ts; Kilo CLI 7.7.7 run offline",
         ),
         Client(
             "qwen",
@@ -322,8 +336,9 @@ CLIENTS: dict[str, Client] = {
             ("amp.mcpServers",),
             "plain",
             None,
-            caveat="run `amp mcp approve {server}` once: Amp starts a workspace server only after approval",
-            source="ampcode.com/manual (Workspace settings, MCP)",
+            caveat="run `amp mcp approve {server}` (again after kbkit sync changes the entry, as the "
+            "approval is bound to it): Amp starts a workspace server only after approval",
+            source="ampcode.com/manual (Workspace settings, MCP); Amp run offline",
         ),
         Client(
             "crush",
@@ -359,6 +374,8 @@ CLIENTS: dict[str, Client] = {
             None,
             caveat="use Continue in agent mode: MCP tools are offered only there",
             source="continuedev/continue docs/customize/deep-dives/mcp.mdx",
+            end_of_life="Continue's team joined Cursor and continuedev/continue is read-only after its "
+            "final release: Continue keeps reading .continue/mcpServers, but gets no fixes",
             server_file=".continue/mcpServers/{server}.json",
         ),
         Client(
@@ -384,8 +401,188 @@ CLIENTS: dict[str, Client] = {
             "start project servers by itself",
             source="warpdotdev/docs src/content/docs/agent-platform/capabilities/mcp.mdx",
         ),
+        Client(
+            "antigravity",
+            "Google Antigravity",
+            ".agents/tool-cfg/antigravity.json",
+            "json",
+            ("mcpServers",),
+            "server-url",
+            None,
+            user_config="Antigravity's raw MCP config (Agent panel > ... > MCP Servers > Manage MCP Servers "
+            "> View raw config), then Refresh",
+            source="docs.silabs.com/mcp (Antigravity setup); langchain-ai/docs #1609 (serverUrl); "
+            "Google's own page not found: env references unverified",
+        ),
+        Client(
+            "antigravity-cli",
+            "Antigravity CLI",
+            ".agents/mcp_config.json",
+            "json",
+            ("mcpServers",),
+            "server-url",
+            None,
+            source="stbenjam/skillsaw docs/rules/antigravity-mcp-valid.md (measured against agy 1.1.26); "
+            "Google's own page not found: env references unverified",
+        ),
+        Client(
+            "jetbrains-ai",
+            "JetBrains AI Assistant",
+            ".agents/tool-cfg/jetbrains-ai.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            user_config="Settings | Tools | AI Assistant | Model Context Protocol (MCP) > Add > As JSON, "
+            "level: current project",
+            source="jetbrains.com/help/ai-assistant/mcp.html (2026.1: stdio and streamable HTTP)",
+        ),
+        Client(
+            "augment",
+            "Augment (Auggie)",
+            ".augment/settings.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            source="@augmentcode/auggie 0.36.0 (its bundle: .augment/settings.json and "
+            "settings.local.json per workspace); Auggie run offline",
+        ),
+        Client(
+            "goose",
+            "Goose",
+            ".agents/tool-cfg/goose.json",
+            "json",
+            ("extensions",),
+            "goose",
+            None,
+            user_config="~/.config/goose/config.yaml, under extensions: (YAML reads this JSON as it is)",
+            source="aaif-goose/goose documentation/docs/guides/config-files.md",
+        ),
+        Client(
+            "kimi",
+            "Kimi Code CLI",
+            ".kimi-code/mcp.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            extra=(("startupTimeoutMs", START_UP_SECONDS * 1000),),
+            caveat="trust the folder when Kimi Code asks: it reads .kimi-code/mcp.json only in a trusted "
+            "workspace",
+            source="@moonshot-ai/kimi-code 2.1.0 (npm) dist/main.mjs (loadMcpServersDetailed: "
+            "<cwd>/.kimi-code/mcp.json over <project root>/.mcp.json over ~/.kimi-code/mcp.json, the "
+            "project files only in a trusted workspace; startupTimeoutMs default 30 s); the PyPI "
+            "kimi-cli it replaced is archived",
+        ),
+        Client(
+            "mistral-vibe",
+            "Mistral Vibe",
+            ".vibe/config.toml",
+            "toml-tables",
+            ("mcp_servers",),
+            "vibe",
+            None,
+            http=False,
+            extra=(("startup_timeout_sec", START_UP_SECONDS),),
+            caveat="trust the folder when Mistral Vibe asks: it reads .vibe/config.toml only in a trusted "
+            "folder",
+            source="mistral-vibe 3.0.3 (PyPI) vibe/core/config/models.py (MCPStdio, startup_timeout_sec "
+            "default 10 s), vibe/core/config/layers/project.py, vibe/core/trusted_folders.py",
+        ),
+        Client(
+            "openhands",
+            "OpenHands CLI",
+            ".agents/tool-cfg/openhands.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            user_config="~/.openhands/mcp.json",
+            source="openhands 1.16.0 (PyPI) openhands_cli/mcp/mcp_utils.py",
+        ),
+        Client(
+            "firebender",
+            "Firebender",
+            "firebender.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            source="docs.firebender.com/context/syntax, /api-reference/syntax (project firebender.json; "
+            "a personal ~/.firebender/firebender.json server of the same name wins)",
+        ),
+        Client(
+            "visual-studio",
+            "Visual Studio",
+            ".vs/mcp.json",
+            "json",
+            ("servers",),
+            "typed",
+            None,
+            caveat="enable the {server} tools in Copilot Chat's tool picker (agent mode): Visual Studio "
+            "starts MCP tools disabled",
+            source="MicrosoftDocs/visualstudio-docs docs/ide/mcp-servers.md (<SOLUTIONDIR>\\.vs\\mcp.json)",
+        ),
+        Client(
+            "qoder",
+            "Qoder CLI",
+            ".mcp.json",
+            "json",
+            ("mcpServers",),
+            "typed",
+            "${{{var}}}",
+            caveat="trust the folder and approve the project server when Qoder CLI asks: it keeps .mcp.json "
+            "servers pending until approved",
+            source="@qoder-ai/qodercli 1.1.52 (its bundle: .mcp.json, enabledProjectMcpServers, "
+            "${VAR} expansion); Qoder CLI run offline",
+        ),
+        Client(
+            "grok-cli",
+            "Grok CLI (vibe-kit)",
+            ".grok/settings.json",
+            "json",
+            ("mcpServers",),
+            "grok",
+            None,
+            http=False,
+            source="@vibe-kit/grok-cli 0.0.34 dist/mcp/config.js, dist/mcp/client.js, "
+            "dist/utils/settings-manager.js; Grok CLI run offline",
+        ),
+        Client(
+            "rovodev",
+            "Rovo Dev CLI",
+            ".agents/tool-cfg/rovodev.json",
+            "json",
+            ("mcpServers",),
+            "plain",
+            None,
+            user_config="~/.rovodev/mcp.json (`acli rovodev mcp` opens it)",
+            source="support.atlassian.com/rovo/docs/connect-to-an-mcp-server-in-rovo-dev-cli",
+        ),
+        Client(
+            "bob",
+            "IBM Bob",
+            ".bob/mcp.json",
+            "json",
+            ("mcpServers",),
+            "roo",
+            None,
+            approval=Approval("entry", ("alwaysAllow",), "{tool}"),
+            source="bob.ibm.com/docs/ide/configuration/mcp/mcp-in-bob; ibm.com/docs (ADS: Bob's "
+            "alwaysAllow, streamable-http)",
+        ),
     )
 }
+
+ALIASES: dict[str, str] = {alias: client.name for client in CLIENTS.values() for alias in client.aliases}
+"""A renamed agent's old id, accepted wherever a client name is (`[sync] clients`, `--only`)."""
+
+
+def canonical(name: str) -> str:
+    """The row's id for a client name or one of its aliases (an unknown name is returned as it is)."""
+    return ALIASES.get(name, name)
+
 
 SIGN_IN: dict[str, str] = {
     "claude-code": "run /mcp in Claude Code, pick {server} and choose Authenticate (a browser opens)",
@@ -400,7 +597,10 @@ token). The others run `kbkit connect` with a personal token. Sources: docs/clie
 REMOTE_AUTHS = ("token", "oauth")
 """`[sync] remote_auth`: token (a bearer from .env.local or the environment) or oauth (docs/adr/0032)."""
 
-DEFAULT_CLIENTS = ["claude-code", "cursor", "vscode", "zed", "codex", "gemini"]
+DEFAULT_CLIENTS = ["claude-code", "cursor", "vscode", "zed", "codex"]
+"""What teams run in late 2026 (docs/clients.md, "The default"): Gemini CLI left the default when Google
+stopped serving it to free, Pro and Ultra users (2026-06-18); Antigravity CLI is not in it while its
+project file is confirmed only by third-party measurements."""
 
 
 def clients_table() -> str:

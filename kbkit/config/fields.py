@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from kbkit.catalog.clients import CLIENTS
+from kbkit.catalog.clients import CLIENTS, canonical
 
 
 class Invalid(ValueError):
@@ -53,7 +53,12 @@ Text = Annotated[StrictStr, AfterValidator(_not_blank)]
 """A string that must not be empty."""
 Names = tuple[StrictStr, ...]
 """A list of strings in TOML."""
-ClientNames = Annotated[Names, AfterValidator(known(CLIENTS, "client"))]
+ClientNames = Annotated[
+    Names,
+    AfterValidator(lambda names: tuple(canonical(name) for name in names)),
+    AfterValidator(known(CLIENTS, "client")),
+]
+"""Client ids; a renamed agent's old id (an alias) stands for its row."""
 Seconds = Annotated[StrictInt, Field(ge=1, le=3600)]
 
 

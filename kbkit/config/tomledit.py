@@ -18,7 +18,7 @@ from typing import Any, Literal, overload
 
 import tomlkit
 from tomlkit.container import OutOfOrderTableProxy
-from tomlkit.items import InlineTable, Table
+from tomlkit.items import AoT, InlineTable, Table
 
 from kbkit.errors import TomlEditError
 
@@ -151,3 +151,84 @@ def _append_table(text: str, path: Sequence[str], value: dict[str, Any]) -> str:
 def _newline(text: str) -> str:
     """The file's own line ending, so an added table matches the lines around it."""
     return "\r\n" if "\r\n" in text else "\n"
+
+
+def get_named(text: str, path: Sequence[str]) -> dict[str, Any] | None:
+    """The table of the array of tables at `path[:-1]` whose `name` is `path[-1]` (Mistral Vibe's
+    `[[mcp_servers]]`), or None."""
+    items: Any = tomllib.loads(text)
+    for key in path[:-1]:
+        items = items.get(key) if isinstance(items, dict) else None
+    if not isinstance(items, list):
+        return None
+    return next((item for item in items if isinstance(item, dict) and item.get("name") == path[-1]), None)
+
+
+def set_named(text: str, path: Sequence[str], value: dict[str, Any]) -> str:
+    """`text` with the table named `path[-1]` in the array of tables `path[0]` set to `value`
+    (replaced where it stands, or appended); `value` carries the `name` itself."""
+    if len(path) != 2 or value.get("name") != path[-1]:
+        raise TomlEditError(f"{'.'.join(path)}: an entry of an array of tables names itself")
+    expected = tomllib.loads(text)
+    items = expected.setdefault(path[0], [])
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise TomlEditError(f"{path[0]} is not an array of tables")
+    index = next((i for i, item in enumerate(items) if item.get("name") == path[-1]), None)
+    if index is not None and items[index] == value:
+        return text
+    if index is None:
+        items.append(value)
+    else:
+        items[index] = value
+    document = tomlkit.parse(text)
+    tables = document.get(path[0])
+    if tables is None:
+        tables = tomlkit.aot()
+        document.append(path[0], tables)
+    if not isinstance(tables, AoT):
+        raise TomlEditError(f"{path[0]} is not written as [[{path[0]}]] tables")
+    table = tomlkit.table()
+    for key, item in value.items():
+        table.add(key, item)
+    if index is None:
+        if len(tables):
+            table.trivia.indent = "\n"  # a blank line between the user's last table and kbkit's
+        tables.append(table)
+    else:
+        tables[index] = table
+    result = tomlkit.dumps(document)
+    if tomllib.loads(result) != expected:
+        raise TomlEditError(f"{path[0]}: the edit would change more than the {path[-1]!r} entry")
+    return result
+
+
+def delete_named(text: str, path: Sequence[str]) -> str:
+    """`text` without the table named `path[-1]` in the array of tables `path[0]` (an emptied array
+    goes too)."""
+    expected = tomllib.loads(text)
+    items = expected.get(path[0])
+    if not isinstance(items, list):
+        return text
+    index = next(
+        (i for i, item in enumerate(items) if isinstance(item, dict) and item.get("name") == path[-1]), None
+    )
+    if index is None:
+        return text
+    del items[index]
+    if not items:
+        del expected[path[0]]
+    document = tomlkit.parse(text)
+    tables = document[path[0]]
+    if not isinstance(tables, AoT):
+        raise TomlEditError(f"{path[0]} is not written as [[{path[0]}]] tables")
+    last = index == len(tables) - 1
+    if len(tables) == 1:
+        del document[path[0]]
+    else:
+        del tables[index]
+    result = tomlkit.dumps(document)
+    if last and result.endswith("\n\n"):  # the blank line set_named put before the table it appended
+        result = result.rstrip("\n") + "\n"
+    if tomllib.loads(result) != expected:
+        raise TomlEditError(f"{path[0]}: the edit would change more than the {path[-1]!r} entry")
+    return result

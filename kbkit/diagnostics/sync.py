@@ -99,6 +99,19 @@ def check_client_entries(ctx: Context) -> list[Finding]:
             findings.append(
                 Finding("client-entries", "fail", f"{client.path}: {rule.agent} {rule.what}", rule.fix)
             )
+    from kbkit.catalog.clients import CLIENTS
+
+    for name in ctx.settings.sync_clients:  # still written, but the agent is gone for most users
+        client = CLIENTS[name]
+        if client.end_of_life:
+            findings.append(
+                Finding(
+                    "client-entries",
+                    "warn",
+                    f"{client.title} is at end of life: {client.end_of_life}",
+                    f"keep {name!r} in [sync] clients while the team still runs it; otherwise remove it",
+                )
+            )
     for ignored in ignored_files(list(ctx.settings.sync_clients)):
         if (ctx.settings.root / ignored.path).exists():
             what = f"{ignored.path}: {ignored.agent} {ignored.what}"

@@ -19,6 +19,10 @@ from kbkit.config import tomledit
 from kbkit.errors import JsoncError, SyncRefused, TomlEditError
 from kbkit.sync import jsonc
 
+TOML_TABLES = "toml-tables"
+"""A TOML file whose servers are an array of tables, each naming itself (`[[mcp_servers]]` with
+`name = "kb"`, Mistral Vibe): an entry's path is (array key, name)."""
+
 
 class ConfigText:
     """One client file's text and the entry operations on it."""
@@ -30,6 +34,8 @@ class ConfigText:
         self._check()
 
     def get(self, path: Sequence[str]) -> Any | None:
+        if self.format == TOML_TABLES:
+            return tomledit.get_named(self.text, path)
         if self.format == "toml":
             node: Any = tomlkit.parse(self.text).unwrap()
             for key in path:
@@ -40,13 +46,17 @@ class ConfigText:
         return jsonc.get_member(self.text, path) if not self._blank else None
 
     def set(self, path: Sequence[str], value: Any) -> None:
-        if self.format == "toml":
+        if self.format == TOML_TABLES:
+            self.text = self._toml(tomledit.set_named, path, value)
+        elif self.format == "toml":
             self.text = self._toml(tomledit.set_entry, path, value)
         else:
             self.text = self._json(jsonc.set_member, path, value)
 
     def delete(self, path: Sequence[str]) -> None:
-        if self.format == "toml":
+        if self.format == TOML_TABLES:
+            self.text = self._toml(tomledit.delete_named, path)
+        elif self.format == "toml":
             self.text = self._toml(tomledit.delete_entry, path)
         else:
             self.text = self._json(jsonc.delete_member, path)
@@ -56,12 +66,13 @@ class ConfigText:
         with no `root_key`, when it is an empty object."""
         if self._blank:
             return True
-        data = tomlkit.parse(self.text).unwrap() if self.format == "toml" else jsonc.loads(self.text)
+        toml = self.format in ("toml", TOML_TABLES)
+        data = tomlkit.parse(self.text).unwrap() if toml else jsonc.loads(self.text)
         for key in root_key:
             if set(data) - {key}:
                 return False
             data = data.get(key, {})
-        return data == {}
+        return data in ({}, [])
 
     def _toml(self, operation: Callable[..., str], *args: object) -> str:
         try:
@@ -80,7 +91,7 @@ class ConfigText:
         """Empty, or (JSON) nothing but comments: there is no entry yet, and set() will start the object."""
         if not self.text.strip():
             return True
-        if self.format == "toml":
+        if self.format in ("toml", TOML_TABLES):
             return False
         try:
             jsonc.loads(self.text)
@@ -93,7 +104,7 @@ class ConfigText:
         if self._blank:
             return
         try:
-            if self.format == "toml":
+            if self.format in ("toml", TOML_TABLES):
                 tomlkit.parse(self.text)
                 tomllib.loads(self.text)  # the reference parser: what tomlkit lets through, Codex may not
             else:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbkit.catalog.clients import CLIENTS, PERSONAL_TOKEN_VAR, SIGN_IN, TOKEN_VAR, Client
+from kbkit.catalog.clients import CLIENTS, PERSONAL_TOKEN_VAR, SIGN_IN, TOKEN_VAR, Client, canonical
 from kbkit.config import CONFIG_FILE, ENV_FILE, Settings, read_env_file
 from kbkit.errors import ConfigError, SyncRefused
 from kbkit.fsutil import atomic_write_text, read_text_file
@@ -118,7 +118,7 @@ def sync(
     the plan instead (see `kbkit.sync.adopt`)."""
     root = settings.root
     state_path = settings.state_dir / STATE_FILE
-    owned = load_state(state_path)
+    owned = {canonical(name): item for name, item in load_state(state_path).items()}  # a renamed row's old id
     selected = _selected(settings, only)
     tools = approved_tools(settings)
     source = EntrySource(
@@ -480,10 +480,11 @@ def _trust_notes(settings: Settings) -> list[str]:
 def _selected(settings: Settings, only: list[str] | None) -> list[str]:
     if not only:
         return list(settings.sync_clients)
-    for name in only:
+    names = [canonical(name) for name in only]
+    for name in names:
         if name not in CLIENTS:
             raise ConfigError(f"--only: unknown client {name!r}; known: {', '.join(CLIENTS)}")
-    return list(dict.fromkeys(only))
+    return list(dict.fromkeys(names))
 
 
 def _safe_target(root: Path, rel: str) -> Path:

@@ -115,7 +115,7 @@ def render_entry(client: Client, source: EntrySource) -> dict[str, Any]:
 def render(client: Client, name: str, context: dict[str, object]) -> dict[str, Any]:
     """One entry of `client`'s shape from its template (`transport`, and `command` and `args`, or
     `url`, `token_ref` and `token_var`)."""
-    suffix = "toml" if client.format == "toml" else "json"
+    suffix = "toml" if client.format.startswith("toml") else "json"
     text = _environment().get_template(f"{client.template}.{suffix}.j2").render(name=name, **context)
     entry: dict[str, Any] = tomllib.loads(text) if suffix == "toml" else json.loads(text)
     return entry

@@ -5,8 +5,12 @@ Each CLI (tests/peers/agents, pinned) runs offline against one synced project pe
 and direct HTTP (`remote_transport = "http"`, MCP_TOKEN exported in the agent's environment). A
 user's approvals are given the offline way each agent documents (folder trust, server approval;
 docs/clients.md), and the assertions are what the agent itself reports: the entry read without
-a warning, and connected where the CLI checks health (Codex and Copilot CLI only list it).
-Crush is not here: its npm package downloads its binary at install time (docs/clients.md).
+a warning, and connected where the CLI checks health (Codex, Copilot CLI and Auggie only list it).
+Mistral Vibe and OpenHands (PyPI, Python 3.12+, tests/peers/agents/python) have no offline command
+that reads their MCP config: their own code does it (check.py there), as a session starts.
+Kimi Code has none either: its own local server reports (kimi_web.py there), after the folder is
+trusted through it as its trust prompt would. Not here (docs/clients.md): Crush, whose npm package
+downloads its binary at install time.
 """
 
 from __future__ import annotations
@@ -53,6 +57,17 @@ class Agent:
     """A command the user runs once, before the check (Qwen Code's approval)."""
     alone: bool = False
     """Run after the others, not beside them: its check gives the server a few seconds only."""
+    stops: bool = True
+    """False for a check that never exits by itself (Grok CLI's `mcp test` keeps the server's
+    connection open): it is sent SIGTERM after LINGER seconds, which it answers by exiting 0."""
+    python: bool = False
+    """A PyPI agent checked by its own code in its own virtualenv (tests/peers/agents/python/check.py):
+    `check` is the server to connect."""
+    team: str = ""
+    """What its report says of a team server, `{server}` its name, where `connected` names kb."""
+    served: bool = False
+    """Kimi Code, asked through its own local server (tests/peers/agents/kimi_web.py): `check` is
+    the server to report on."""
 
 
 def _write(path: Path, text: str) -> None:
@@ -83,6 +98,27 @@ def _nothing(home: Path, root: Path) -> dict[str, str]:
     return {}
 
 
+def _amp(home: Path, root: Path) -> dict[str, str]:
+    return {"AMP_API_KEY": "offline"}  # any value: `amp mcp` refuses to run signed out, never calls out
+
+
+def _qoder(home: Path, root: Path) -> dict[str, str]:
+    trusted = {"permissions": {"trustDirectories": [str(root)]}, "mcp": {"enabledProjectMcpServers": ["kb"]}}
+    _write(home / ".qoder" / "settings.json", json.dumps(trusted))  # what its trust and approval prompts save
+    return {}
+
+
+def _vibe(home: Path, root: Path) -> dict[str, str]:
+    _write(home / ".vibe" / "trusted_folders.toml", f"trusted = [{json.dumps(str(root))}]\nuntrusted = []\n")
+    return {}  # what its trust prompt saves ("trust this folder")
+
+
+def _openhands(home: Path, root: Path) -> dict[str, str]:
+    snippet = root / CLIENTS["openhands"].path  # the step sync prints: copy it into ~/.openhands/mcp.json
+    _write(home / ".openhands" / "mcp.json", snippet.read_text(encoding="utf-8"))
+    return {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1"}  # no fetch, no banner
+
+
 AGENTS = {
     agent.client: agent
     for agent in (
@@ -100,6 +136,32 @@ AGENTS = {
             ("mcp", "approve", "kb"),
         ),
         Agent("copilot-cli", "copilot", ("mcp", "get", "kb"), _copilot, "Status: Enabled", "trust"),
+        Agent(
+            "amp",
+            "amp",
+            ("mcp", "doctor"),
+            _amp,
+            "kb (workspace: untrusted): connected (2 tools: search, get_document)",
+            "`amp mcp approve kb`",
+            ("mcp", "approve", "kb"),
+            team="{server} (workspace: untrusted): connected (",
+        ),
+        Agent("kilo", "kilo", ("mcp", "list"), _nothing, "✓ kb connected", team="✓ {server} connected"),
+        Agent("factory", "droid", ("mcp", "list"), _nothing, "connected  [project]"),
+        Agent("qoder", "qodercli", ("mcp", "get", "kb"), _qoder, "Status: ✓ Connected", "approve"),
+        Agent("augment", "auggie", ("mcp", "list"), _nothing, "✓ kb ", team="✓ {server} "),
+        Agent(
+            "grok-cli",
+            "grok",
+            ("mcp", "test", "kb"),
+            _nothing,
+            "✓ Successfully connected to kb",
+            stops=False,
+            team="✓ Successfully connected to {server}",
+        ),
+        Agent("mistral-vibe", "vibe", ("kb",), _vibe, ": connected (", "trust", python=True),
+        Agent("kimi", "kimi", ("kb",), _nothing, ": connected (", "trust", served=True),
+        Agent("openhands", "openhands", ("kb",), _openhands, ": connected (", python=True),
     )
 }
 WARNINGS = ("warning", "skipped", "invalid", "error", "disabled", "pending", "not found")
@@ -107,14 +169,28 @@ NOTICES = (
     "could not create PATH aliases",  # Codex, about a HOME under /tmp
     "tools.allowed in settings.json are deprecated",  # Gemini CLI 0.61: yet the only project-level
     # pre-approval it honours (workspace policy files are ignored); docs/clients.md
+    "Please configure Augment API URL",  # Auggie, signed out: no tenant or account servers to add
+    "AuthlibDeprecationWarning",  # OpenHands' SDK importing authlib.jose
 )
 """Warnings the CLIs print that are not about the kb entry."""
+LINGER = 30
+"""Seconds a check that never exits by itself (Grok CLI) runs before SIGTERM; its report is printed
+by then on any machine (it connects in about a second), and a later one fails the assertion."""
 CONCURRENT = 3
 """CLIs run at once; Gemini CLI runs after them, alone: its `mcp list` gives a server 5 s."""
-UNANSWERED = ("Disconnected", "Failed to connect", "timed out")
+UNANSWERED = ("Disconnected", "Failed to connect", "timed out", "connecting  [")  # last: droid
 """A CLI's health check that ran out of time (its own few seconds, on a loaded machine): asked again."""
 DEADLINE = 300.0
 """A bound on asking again, so a server that never answers fails instead of stalling."""
+
+
+def command(agent: Agent) -> list[str]:
+    """How an agent's CLI starts (a Python agent's own code: check.py in its virtualenv)."""
+    if agent.python:
+        return [str(agents.interpreter(agent.client)), str(agents.CHECK), agent.client]
+    if agent.served:
+        return [sys.executable, "-I", str(agents.KIMI_WEB), str(agents.executable(agent.cli))]
+    return [str(agents.executable(agent.cli))]
 
 
 @dataclass(frozen=True)
@@ -151,12 +227,13 @@ def report(agent: Agent, root: Path, home: Path, mode: str) -> Report:
     env = agents.agent_env(home, **agent.approve(home, root))
     if mode == "http":
         env["MCP_TOKEN"] = TEST_TOKEN  # the step sync prints for direct HTTP entries
-    cli = str(agents.executable(agent.cli))
+    cli = command(agent)
     serve = None if mode == "local" else (kbkit_command()[0], root, PORT)
     if agent.after:
-        code, text = agents.run([cli, *agent.after], cwd=root, env=env)
+        code, text = agents.run([*cli, *agent.after], cwd=root, env=env)
         assert code == 0, text
-    return ask([cli, *agent.check], root, env, serve)
+    lingers = [] if agent.stops else ["timeout", "--preserve-status", str(LINGER)]
+    return ask([*lingers, *cli, *agent.check], root, env, serve)
 
 
 def ask(
@@ -174,7 +251,7 @@ def reports(mode: str, base: Path) -> dict[str, Report]:
     """Every agent's report on one mode's synced project (the CLIs run concurrently, Gemini CLI after)."""
     root = synced(base / "project", mode)
     for agent in AGENTS.values():  # skips (or fails under CI) before any CLI runs when one is missing
-        agents.executable(agent.cli)
+        command(agent)
     agents.isolated()
     together = {name: agent for name, agent in AGENTS.items() if not agent.alone}
     with ThreadPoolExecutor(CONCURRENT) as pool:
@@ -202,7 +279,7 @@ def problems(client: str, found: Report) -> list[str]:
 
 
 @pytest.mark.agents
-@pytest.mark.timeout(900)  # six CLIs and their servers, asked again while a machine is loaded
+@pytest.mark.timeout(1200)  # fifteen CLIs and their servers, asked again while a machine is loaded
 @pytest.mark.parametrize("mode", MODES)
 def test_every_agent_reads_the_kb_entry_without_a_warning_and_connects(mode: str, tmp_path: Path) -> None:
     found = reports(mode, tmp_path)
@@ -291,23 +368,25 @@ def team_report(agent: Agent, root: Path, home: Path) -> dict[str, Report]:
     home.mkdir(parents=True)
     trust_for(root, home)
     env = agents.agent_env(home, **agent.approve(home, root))
-    cli = str(agents.executable(agent.cli))
+    cli = command(agent)
     for server in TEAM if agent.after else ():
         code, text = agents.run(
-            [cli, *(server if part == "kb" else part for part in agent.after)], cwd=root, env=env
+            [*cli, *(server if part == "kb" else part for part in agent.after)], cwd=root, env=env
         )
         assert code == 0, text
     found = {}
+    lingers = [] if agent.stops else ["timeout", "--preserve-status", str(LINGER)]
     for server in TEAM:
-        argv = [cli, *(server if part == "kb" else part for part in agent.check)]
+        argv = [*lingers, *cli, *(server if part == "kb" else part for part in agent.check)]
         found[server] = ask(with_team_peer(argv, home), root, env)
     return found
 
 
 def team_connected(client: str, server: str, found: Report) -> bool:
     """The agent says this server is connected: on its own line in a list, or in its `get` report."""
-    marker = AGENTS[client].connected
-    if "kb" in AGENTS[client].check:  # `mcp get NAME`: the whole report is about the server
+    agent = AGENTS[client]
+    marker = agent.team.replace("{server}", server) if agent.team else agent.connected
+    if "kb" in agent.check:  # `mcp get NAME`: the whole report is about the server
         return found.code == 0 and marker in found.text
     return any(server in line and marker in line for line in found.text.splitlines())
 
@@ -319,7 +398,7 @@ def test_every_agent_connects_each_team_server_with_its_key_only_in_env_local(tm
     keys = f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n"
     root = synced(tmp_path / "project", "local", stdio_server() + remote_team_server(remote), keys)
     for agent in AGENTS.values():
-        agents.executable(agent.cli)
+        command(agent)
     agents.isolated()
     found: dict[str, dict[str, Report]] = {}
     with ThreadPoolExecutor(CONCURRENT) as pool:
@@ -348,3 +427,31 @@ def test_every_agent_connects_each_team_server_with_its_key_only_in_env_local(tm
         if path.is_file() and path.name != ".env.local":
             data = path.read_bytes()
             assert STDIO_KEY.encode() not in data and REMOTE_KEY.encode() not in data, path
+
+
+def test_a_python_agent_s_own_code_is_in_the_agents_tier() -> None:
+    python = agents.PYTHON_AGENTS / "openhands" / "bin" / "python"
+    argv = ["unshare", "-n", "--", "python", "offline.py", "--", str(python), str(agents.CHECK), "openhands"]
+    assert kind(argv) == "agents"
+
+
+def test_with_no_newer_python_the_python_agents_fail_under_ci_with_what_setup_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(agents, "PYTHON_AGENTS", tmp_path)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="no Python 3.12 or newer found"):
+        command(AGENTS["openhands"])
+    setup = (Path(__file__).resolve().parents[1] / "setup.sh").read_text(encoding="utf-8")
+    assert f'PYTHON_AGENTS_MISSING="{agents.NO_NEWER_PYTHON}"' in setup
+
+
+@pytest.mark.agents
+def test_mistral_vibe_reads_no_project_server_in_a_folder_not_trusted(tmp_path: Path) -> None:
+    """Why Mistral Vibe's step says "trust the folder": untrusted, .vibe/config.toml is not read."""
+    root = synced(tmp_path / "project", "local")
+    (tmp_path / "home").mkdir()
+    code, text = agents.run(
+        [*command(AGENTS["mistral-vibe"]), "kb"], cwd=root, env=agents.agent_env(tmp_path / "home")
+    )
+    assert code == 1 and "kb: not in Mistral Vibe's configuration (its servers: none)" in text, text

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import time
 import tomllib
@@ -51,7 +52,12 @@ pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("launch-as-agent")]
 
 # -- how each agent reads its file -------------------------------------------------------------
 
-PARSERS: dict[str, Callable[[str], Any]] = {"json": json.loads, "jsonc": jsonc.loads, "toml": tomllib.loads}
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "json": json.loads,
+    "jsonc": jsonc.loads,
+    "toml": tomllib.loads,
+    "toml-tables": tomllib.loads,
+}
 
 _NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
 DIALECTS: dict[str | None, re.Pattern[str] | None] = {
@@ -119,6 +125,28 @@ def _codex(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
     return Launch(entry["command"], list(entry.get("args", [])), env, entry.get("cwd"))
 
 
+def _goose(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
+    """Goose: `type: stdio` runs `cmd` with `args` and `envs`; `type: streamable_http` reaches `uri`."""
+    if entry["type"] == "streamable_http":
+        return Launch(url=entry["uri"], headers=dict(entry.get("headers", {})))
+    return Launch(entry["cmd"], list(entry.get("args", [])), dict(entry.get("envs", {})))
+
+
+def _grok(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
+    """Grok CLI (vibe-kit): an entry without `transport` is a stdio server (dist/mcp/client.js)."""
+    transport = entry.get("transport") or {"type": "stdio", **entry}
+    return Launch(transport["command"], list(transport.get("args", [])), dict(transport.get("env", {})))
+
+
+def _vibe(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
+    """Mistral Vibe (vibe/core/config/models.py MCPStdio.argv): `command`, a list or a shell-split
+    string, then `args`."""
+    command = entry["command"] if isinstance(entry["command"], list) else shlex.split(entry["command"])
+    return Launch(
+        command[0], [*command[1:], *entry.get("args", [])], dict(entry.get("env", {})), entry.get("cwd")
+    )
+
+
 READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
     "typed": lambda entry, _: _stdio_or_http(entry, "url"),  # Claude Code, VS Code (a "type" key)
     "plain": lambda entry, _: _stdio_or_http(entry, "url"),
@@ -127,6 +155,9 @@ READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
     "gemini": lambda entry, _: _stdio_or_http(entry, "httpUrl"),  # Gemini CLI, Qwen Code
     "opencode": _opencode,
     "codex": _codex,
+    "goose": _goose,
+    "grok": _grok,
+    "vibe": _vibe,
 }
 """The client table's template column (the entry's shape) -> how its agent reads an entry."""
 
@@ -134,9 +165,11 @@ READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
 def read_entry(root: Path, client: ClientRow, server_name: str = "kb") -> dict[str, Any]:
     path = client.path if server_name == "kb" else client.path_for(server_name)  # a team server's file
     data = PARSERS[client.format]((root / path).read_text(encoding="utf-8"))
-    for key in (*client.root_key, server_name):
+    for key in client.root_key:
         data = data[key]
-    return data
+    if client.format == "toml-tables":  # Mistral Vibe: the table whose `name` is the server's
+        return dict(next(item for item in data if item["name"] == server_name))
+    return data[server_name]
 
 
 def launch_of(root: Path, client: ClientRow, agent_env: Mapping[str, str], server: str = "kb") -> Launch:

@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from kbkit.catalog.clients import CLIENTS
+from kbkit.catalog.clients import CLIENTS, Client
 from kbkit.config import load_settings
 from kbkit.sync import jsonc
 from kbkit.sync.planner import SyncReport, sync
@@ -80,12 +80,24 @@ def run_sync(root: Path, **options: Any) -> SyncReport:
     return sync(load_settings(root), **options)
 
 
+def argv_of(client: Client, entry: dict[str, Any]) -> list[str]:
+    """The argv a stdio entry runs: one array (opencode, Kilo Code; Mistral Vibe's `command` list
+    and `args`), `cmd` and `args` (Goose), or `command` and `args`."""
+    if client.template == "opencode":
+        return list(entry["command"])
+    if client.template == "vibe":
+        return [*entry["command"], *entry["args"]]
+    return [entry["cmd" if client.template == "goose" else "command"], *entry["args"]]
+
+
 def read_entry(root: Path, client: str, server: str = "kb", *, path: str | None = None) -> Any:
     """A server's entry (kb's by default) as the client's file holds it, parsed with that format's
     parser; `path`: the file, when not the client's own (Continue's file per server)."""
     spec = CLIENTS[client]
     text = (root / (path or spec.path)).read_text()
-    data = tomllib.loads(text) if spec.format == "toml" else jsonc.loads(text)
-    for key in (*spec.root_key, server):
+    data = tomllib.loads(text) if spec.format.startswith("toml") else jsonc.loads(text)
+    for key in spec.root_key:
         data = data[key]
-    return data
+    if spec.format == "toml-tables":  # an array of tables, each naming itself (Mistral Vibe)
+        return next(item for item in data if item["name"] == server)
+    return data[server]

@@ -30,8 +30,9 @@ TIERS: dict[str, str] = {
 }
 """The outside-in tiers, by what their tests start, each allowed what the ones before it start."""
 RANK = [FAST, *TIERS]
-AGENTS_MODULES = os.path.join("peers", "agents", "node_modules")
-"""Where tests/setup.sh installs the agents' CLIs: a command line naming one is in the `agents` tier."""
+AGENTS_MODULES = (os.path.join("peers", "agents", "node_modules"), os.path.join("peers", "agents", "python"))
+"""Where tests/setup.sh installs the agents' CLIs (npm's, and PyPI's in virtualenvs): a command line
+naming one is in the `agents` tier."""
 
 
 def register(config: pytest.Config) -> None:
@@ -60,7 +61,7 @@ def assign(items: list[pytest.Item]) -> None:
 def kind(argv: list[str]) -> str:
     """The tier a command line belongs to."""
     program = os.path.basename(argv[0]) if argv else ""
-    if any(AGENTS_MODULES in part for part in argv):
+    if any(folder in part for part in argv for folder in AGENTS_MODULES):
         return "agents"
     if program == "git":
         return "git"

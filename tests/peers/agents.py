@@ -12,10 +12,21 @@ import sys
 from pathlib import Path
 
 from tests.peers.node import NODE
-from tests.peers.required import missing
+from tests.peers.required import SETUP, missing
 
 HERE = Path(__file__).resolve().parent
 BIN = HERE / "agents" / "node_modules" / ".bin"
+PYTHON_AGENTS = HERE / "agents" / "python"
+"""A virtualenv per agent whose CLI is a PyPI package needing Python 3.12+ (Mistral Vibe, OpenHands),
+named as its pins file there; `check.py` there runs in it."""
+CHECK = PYTHON_AGENTS / "check.py"
+KIMI_WEB = HERE / "agents" / "kimi_web.py"
+"""Asks Kimi Code's local server for its report on a server (it has no command that does)."""
+NO_NEWER_PYTHON = (
+    "no Python 3.12 or newer found (python3.13, python3.12, /root/.pyenv/versions/3.1x, pyenv), "
+    "so Mistral Vibe and OpenHands are not installed"
+)
+"""What tests/setup.sh says when it finds no Python for them (its PYTHON_AGENTS_MISSING)."""
 OFFLINE = HERE / "offline.py"
 DEADLINE = 300.0
 """A bound on one CLI run (a server start included), so a hang fails instead of stalling."""
@@ -30,6 +41,16 @@ def executable(name: str) -> Path:
     if not path.exists():
         missing(f"the {name} CLI (tests/peers/agents)")
     return path
+
+
+def interpreter(agent: str) -> Path:
+    """The Python of an agent's own virtualenv (`mistral-vibe`, `openhands`), or the test skips/fails
+    via `missing`, with setup.sh's words when it found no Python 3.12 or newer."""
+    python = PYTHON_AGENTS / agent / "bin" / "python"
+    if not python.exists():
+        fix = f"{SETUP}, after installing a Python 3.12 or newer if it says: {NO_NEWER_PYTHON}"
+        missing(f"the {agent} CLI (tests/peers/agents/python/{agent})", fix)
+    return python
 
 
 def isolated() -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbkit.catalog.clients import CLIENTS, START_UP_SECONDS, clients_table
+from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, START_UP_SECONDS, clients_table
 from kbkit.config import load_settings
 from kbkit.sync.planner import sync
 from tests.helpers.paths import REPO
@@ -45,14 +45,14 @@ def test_the_sync_page_s_client_table_is_the_client_table() -> None:
     readme = (REPO / "docs" / "sync.md").read_text()
     block = re.search(r"<!-- clients:start -->\n(.*?)<!-- clients:end -->", readme, re.DOTALL)
     assert block is not None and block.group(1) == clients_table()
-    assert len(CLIENTS) >= 23
+    assert len(CLIENTS) >= 35
 
 
 def test_docs_clients_cites_a_source_for_every_agent() -> None:
     text = (REPO / "docs" / "clients.md").read_text()
     sources = text[text.index("## Sources, per agent") :]
     for client in CLIENTS.values():
-        if client.user_level or client.name in ("cursor", "vscode", "junie"):
+        if client.name in ("cursor", "vscode", "junie", "claude-desktop", "devin-desktop", "cline"):
             continue  # unchanged rows: their source is the table's own `source` column
         assert f"- **{client.title}**:" in sources, client.title
         assert client.source, client.name
@@ -100,8 +100,8 @@ def test_sync_says_each_agent_s_own_step_once_and_doctor_repeats_it(tmp_path: Pa
     assert result.returncode == 0, result.stderr
     steps = [line for line in result.stdout.splitlines() if line.startswith("step in the agent: ")]
     assert steps == [
-        "step in the agent: Amp: run `amp mcp approve docs` once: Amp starts a workspace server only after "
-        "approval",
+        "step in the agent: Amp: run `amp mcp approve docs` (again after kbkit sync changes the entry, as "
+        "the approval is bound to it): Amp starts a workspace server only after approval",
         f"step in the agent: Warp: {CLIENTS['warp'].step('docs')}",
         f"step in the agent: Trae: {CLIENTS['trae'].caveat}",
         f"step in the agent: Claude Code: {CLIENTS['claude-code'].caveat}",
@@ -131,3 +131,27 @@ def test_a_direct_http_entry_says_where_its_token_must_come_from(tmp_path: Path)
     for name in ("kiro", "vscode"):
         assert "url" in read_entry(root, name)
         assert f"{CLIENTS[name].title}: {CLIENTS[name].caveat}" in said
+
+
+@pytest.mark.git
+def test_a_renamed_agent_s_old_id_still_selects_its_row_and_keeps_the_file_it_wrote(tmp_path: Path) -> None:
+    """Windsurf is Devin Desktop now: `windsurf` in kbkit.toml or `--only` is the same row, and an
+    entry an older kbkit recorded under the old id is still kbkit's own (updated, not refused)."""
+    root = repo(tmp_path, ["windsurf"])
+    assert load_settings(root).sync_clients == ("devin-desktop",)
+    state = root / ".kbkit" / "sync-state.json"
+    sync(load_settings(root))
+    state.write_text(state.read_text().replace('"devin-desktop"', '"windsurf"'))  # as an older kbkit wrote it
+    (root / "kbkit.toml").write_text(
+        (root / "kbkit.toml").read_text() + 'remote_url = "https://kb.example/mcp"\n'
+    )
+    report = sync(load_settings(root), only=["windsurf"])
+    assert [(o.client, o.action) for o in report.outcomes] == [("devin-desktop", "updated")]
+    assert read_entry(root, "devin-desktop")["args"][0] == "connect"
+    result = cli(root, "sync", "--only", "devin-desktp")
+    assert result.returncode != 0 and "unknown client 'devin-desktp'" in result.stderr
+
+
+def test_the_default_clients_leave_out_agents_at_end_of_life() -> None:
+    assert not [name for name in DEFAULT_CLIENTS if CLIENTS[name].end_of_life]
+    assert "gemini" not in DEFAULT_CLIENTS and CLIENTS["gemini"].end_of_life

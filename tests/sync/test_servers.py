@@ -48,7 +48,11 @@ def entry_of(root: Path, client: str, server: str) -> dict:
 
 
 def argv_of(entry: dict, template: str) -> list[str]:
-    return entry["command"] if template == "opencode" else [entry["command"], *entry.get("args", [])]
+    if template == "opencode":
+        return entry["command"]
+    if template == "vibe":  # Mistral Vibe: the command as a list, then args
+        return [*entry["command"], *entry.get("args", [])]
+    return [entry["cmd" if template == "goose" else "command"], *entry.get("args", [])]
 
 
 def written_files(root: Path) -> dict[str, bytes]:
@@ -70,7 +74,7 @@ def test_every_client_gets_each_team_server_next_to_kb_and_no_file_holds_a_key(t
     kbkit = render.kbkit_command()
     for name, client in CLIENTS.items():
         tracker = entry_of(root, name, "tracker")
-        assert set(tracker) <= ALLOWED_KEYS[client.template], (name, tracker)
+        assert set(tracker) <= ALLOWED_KEYS[client.template] | dict(client.extra).keys(), (name, tracker)
         assert argv_of(tracker, client.template) == [*kbkit, "run", "tracker", "--root", str(root.resolve())]
         assert "env" not in tracker and "environment" not in tracker  # kbkit run reads .env.local
         wiki = entry_of(root, name, "wiki")  # a header names a variable: the relay, through kbkit run

@@ -23,6 +23,7 @@ from tests.helpers.sync import (
     MCP_JSON,
     VSCODE_JSON,
     ZED_SETTINGS,
+    argv_of,
     git_repo,
     read_entry,
     run_sync,
@@ -30,12 +31,16 @@ from tests.helpers.sync import (
 
 TOKEN = "s3cr3t-token-value-0123456789"
 
-# The keys each entry shape takes (Codex rejects anything else); per client, docs/clients.md.
+# The keys each entry shape takes (Codex rejects anything else), besides a row's own `extra` keys;
+# per client, docs/clients.md.
 ALLOWED_KEYS = {
     "typed": {"type", "command", "args", "env", "url", "headers", "tools", "timeout"},
     "plain": {"command", "args", "env", "url", "headers", "autoApprove"},
     "server-url": {"command", "args", "env", "serverUrl", "headers"},
     "roo": {"type", "command", "args", "env", "url", "headers", "alwaysAllow"},
+    "goose": {"type", "name", "enabled", "cmd", "args", "envs", "uri", "headers", "timeout"},
+    "grok": {"name", "command", "args", "env", "transport"},
+    "vibe": {"name", "transport", "command", "args", "env", "cwd", "startup_timeout_sec"},
     "gemini": {"command", "args", "env", "cwd", "httpUrl", "url", "headers", "discoveryTimeoutMs"},
     "opencode": {"type", "command", "environment", "url", "headers", "enabled", "timeout"},
     "codex": {
@@ -73,10 +78,9 @@ def test_every_client_gets_a_stdio_entry_that_runs_this_kbkit_with_no_env_block(
     assert {o.client: o.action for o in report.outcomes} == {c: "created" for c in ALL}
     for name, client in CLIENTS.items():
         entry = read_entry(root, name)
-        assert set(entry) <= ALLOWED_KEYS[client.template], (name, entry)
-        one_array = client.template == "opencode"  # opencode, Kilo Code
-        argv = entry["command"] if one_array else [entry["command"], *entry["args"]]
-        assert argv == [*render.kbkit_command(), "serve", "--root", str(root.resolve())]
+        assert set(entry) <= ALLOWED_KEYS[client.template] | dict(client.extra).keys(), (name, entry)
+        assert argv_of(client, entry) == [*render.kbkit_command(), "serve", "--root", str(root.resolve())]
+        argv = argv_of(client, entry)
         assert Path(argv[0]).is_absolute()
         assert "env" not in entry and "environment" not in entry
     assert read_entry(root, "claude-code")["type"] == "stdio"
@@ -88,7 +92,7 @@ def test_outputs_parse_back_with_each_format_s_real_parser(tmp_path: Path) -> No
     run_sync(root)
     for client in CLIENTS.values():
         text = (root / client.path).read_text()
-        if client.format == "toml":
+        if client.format.startswith("toml"):
             tomllib.loads(text)
         else:
             json.loads(text)  # kbkit's own files are plain JSON, even where comments are allowed
@@ -240,8 +244,7 @@ def test_in_remote_mode_every_client_runs_the_relay_which_reads_the_token_itself
     assert report.notes == []
     for name, client in CLIENTS.items():
         entry = read_entry(root, name)
-        argv = entry["command"] if client.template == "opencode" else [entry["command"], *entry["args"]]
-        assert argv == [
+        assert argv_of(client, entry) == [
             *render.kbkit_command(),
             "connect",
             "https://kb.example/mcp",
@@ -273,7 +276,7 @@ def test_remote_transport_http_refers_to_the_token_in_each_client_s_own_dialect(
     for name in direct:
         assert token_reference(CLIENTS[name]) in json.dumps(read_entry(root, name)), name
     for name in set(CLIENTS) - set(direct):  # no way to name a variable: still the relay
-        assert read_entry(root, name)["args"][0] == "connect", name
+        assert "connect" in argv_of(CLIENTS[name], read_entry(root, name)), name
     (note,) = report.notes
     assert "MCP_TOKEN" in note and ".env.local" in note and ", ".join(direct) in note
 
@@ -512,7 +515,7 @@ def test_fresh_outputs_match_the_golden_files_byte_for_byte(tmp_path: Path, vari
     root = git_repo(tmp_path, extra=VARIANTS[variant])
     run_sync(root)
     for name, client in CLIENTS.items():
-        ext = "toml" if client.format == "toml" else "json"
+        ext = "toml" if client.format.startswith("toml") else "json"
         text = (root / client.path).read_text()
         text = text.replace(str(root.resolve()), "/ROOT").replace(
             render.kbkit_command()[0], "/VENV/bin/kbkit"

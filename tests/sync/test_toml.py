@@ -12,8 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kbkit.config import load_settings
 from kbkit.errors import SyncRefused
-from kbkit.sync.merge import ConfigText
+from kbkit.sync.merge import TOML_TABLES, ConfigText
+from kbkit.sync.planner import sync
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process
 
@@ -253,3 +255,38 @@ def test_kbkit_sync_merges_into_a_codex_config_with_an_inline_servers_table(tmp_
     assert after["model"] == "o3"
     assert after["mcp_servers"]["other"] == {"command": "other-mcp", "args": ["--x"]}
     assert after["mcp_servers"]["kb"]["args"] == ["serve", "--root", str(root.resolve())]
+
+
+VIBE_TOML = """# my vibe config
+active_model = "devstral"
+
+[[mcp_servers]]
+name = "other"  # keep me
+transport = "stdio"
+command = "other-mcp"
+"""
+
+
+@pytest.mark.git
+def test_mistral_vibe_s_array_of_tables_keeps_the_user_s_servers_and_comments(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo", config='[kb]\npath = "docs"\n[sync]\nclients = ["mistral-vibe"]\n')
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / ".vibe").mkdir()
+    (root / ".vibe/config.toml").write_text(VIBE_TOML)
+    sync(load_settings(root))
+    text = (root / ".vibe/config.toml").read_text()
+    assert text.startswith(VIBE_TOML) and "# keep me" in text
+    servers = tomllib.loads(text)["mcp_servers"]
+    assert [server["name"] for server in servers] == ["other", "kb"]
+    assert servers[1]["transport"] == "stdio" and servers[1]["startup_timeout_sec"] == 60
+    assert [(o.action) for o in sync(load_settings(root)).outcomes] == ["unchanged"]
+    (root / "kbkit.toml").write_text('[kb]\npath = "docs"\n[sync]\nclients = []\n')
+    sync(load_settings(root))
+    assert (root / ".vibe/config.toml").read_text() == VIBE_TOML
+
+
+def test_an_entry_of_an_array_of_tables_is_refused_where_the_key_is_not_one() -> None:
+    config = ConfigText(TOML_TABLES, 'mcp_servers = "not tables"\n', ".vibe/config.toml")
+    with pytest.raises(SyncRefused, match=r"\.vibe/config\.toml: mcp_servers is not an array of tables"):
+        config.set(("mcp_servers", "kb"), {"name": "kb", "transport": "stdio", "command": ["k"]})
+    assert config.text == 'mcp_servers = "not tables"\n'
