@@ -44,6 +44,31 @@ def _atx_text(raw: str | None) -> str:
     return text
 
 
+_ATTRIBUTE = re.compile(r"""#[^\s{}#."'=]+|\.[^\s{}#."'=]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s{}"'=]+)""")
+"""One item of an attribute list: `#id`, `.class` or `key=value` (Python-Markdown's attr_list,
+which MkDocs and Material use; Pandoc and markdown-it-attrs write the same)."""
+
+
+def heading_attributes(text: str) -> tuple[str, str | None]:
+    """A heading's text without a trailing attribute list (`Upload files { #upload-files }`,
+    `{: #id .class }`), and the list's `#id` (None when it has none). Text whose last `{...}`
+    is not an attribute list (`Set {a, b}`, a template's `{{ x }}`) is kept as written.
+    String scans and a regex without nested repeats: linear."""
+    stripped = text.rstrip(" \t")
+    if not stripped.endswith("}"):
+        return text, None
+    open_at = stripped.rfind("{")
+    if open_at < 0 or (open_at and stripped[open_at - 1] not in " \t"):
+        return text, None
+    inside = stripped[open_at + 1 : -1].strip(" \t")
+    inside = inside[1:].lstrip(" \t") if inside.startswith(":") else inside
+    words = _ATTRIBUTE.findall(inside)
+    if not words or _ATTRIBUTE.sub(" ", inside).strip(" \t"):
+        return text, None
+    anchor = next((word[1:] for word in words if word.startswith("#")), None)
+    return stripped[:open_at].rstrip(" \t"), anchor
+
+
 _SETEXT = re.compile(r"^(?! {4})([^\n#>\-*=][^\n]*)\n {0,3}(=+|-+)[ \t]*$", re.MULTILINE)
 _FENCE_LINE = frozenset(("---", "..."))
 _KEY = re.compile(r"[A-Za-z0-9_.-]+")
@@ -152,14 +177,23 @@ def parse_markdown(data: bytes, budget: Budget = BUDGET) -> ParsedText:
     return ParsedText(title, body, headings, outline_of_headings(found), description=description, tags=tags)
 
 
+def _titled(raw: str) -> str:
+    """A heading's text as its title: a trailing attribute list left out (heading_attributes)."""
+    return heading_attributes(raw)[0] if "{" in raw else raw
+
+
 def markdown_headings(body: str) -> list[tuple[int, int, str]]:
-    """(start, level, raw text) of every ATX and setext heading outside fenced code, in order."""
+    """(start, level, raw text) of every ATX and setext heading outside fenced code, in order; a
+    heading's trailing attribute list (`{ #id }`) is not part of its text."""
     found: list[tuple[int, int, str]] = []
     for start, end in _outside_fences(body):
-        atx = [(m.start(), len(m.group(1)), _atx_text(m.group(2))) for m in _ATX.finditer(body, start, end)]
+        atx = [
+            (m.start(), len(m.group(1)), _titled(_atx_text(m.group(2))))
+            for m in _ATX.finditer(body, start, end)
+        ]
         found += [heading for heading in atx if heading[2]]
         setext = _SETEXT.finditer(body, start, end)
-        found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, m.group(1)) for m in setext]
+        found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, _titled(m.group(1))) for m in setext]
     return sorted(found)
 
 
