@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
 from kbkit.kb.formats.base import ParsedText, decode_text, meta_title, outline_of_headings
 from kbkit.kb.formats.budget import BUDGET, Budget
 from kbkit.kb.sections import Heading
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\n]*))?$", re.MULTILINE)
@@ -49,6 +53,11 @@ _ATTRIBUTE = re.compile(r"""#[^\s{}#."'=]+|\.[^\s{}#."'=]+|[\w-]+=(?:"[^"]*"|'[^
 which MkDocs and Material use; Pandoc and markdown-it-attrs write the same)."""
 
 
+def _only_attributes(text: str) -> bool:
+    """Whether `text` is one or more attribute-list items and nothing else."""
+    return bool(_ATTRIBUTE.search(text)) and not _ATTRIBUTE.sub(" ", text).strip(" \t")
+
+
 def heading_attributes(text: str) -> tuple[str, str | None]:
     """A heading's text without a trailing attribute list (`Upload files { #upload-files }`,
     `{: #id .class }`), and the list's `#id` (None when it has none). Text whose last `{...}`
@@ -62,9 +71,9 @@ def heading_attributes(text: str) -> tuple[str, str | None]:
         return text, None
     inside = stripped[open_at + 1 : -1].strip(" \t")
     inside = inside[1:].lstrip(" \t") if inside.startswith(":") else inside
-    words = _ATTRIBUTE.findall(inside)
-    if not words or _ATTRIBUTE.sub(" ", inside).strip(" \t"):
+    if not _only_attributes(inside):
         return text, None
+    words = _ATTRIBUTE.findall(inside)
     anchor = next((word[1:] for word in words if word.startswith("#")), None)
     return stripped[:open_at].rstrip(" \t"), anchor
 
@@ -175,6 +184,44 @@ def parse_markdown(data: bytes, budget: Budget = BUDGET) -> ParsedText:
     description = _meta_text(meta.get("description")) or _meta_text(meta.get("summary"))
     tags = _meta_tags(meta)
     return ParsedText(title, body, headings, outline_of_headings(found), description=description, tags=tags)
+
+
+@functools.cache
+def _inline_parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
+def plain_inline(text: str) -> str:
+    """A stretch of Markdown as a reader sees it: emphasis, links, images and inline HTML reduced
+    to their text, code spans kept in backticks, headings' attribute lists left out. For snippets:
+    a word bold in the source would otherwise come out as `****word****` once marked. The stretch
+    may start or end anywhere (a search snippet's window): a `**` left unpaired by the cut goes too."""
+    lines = []
+    for line in text.split("\n"):
+        if line.rstrip(" \t").endswith("}"):
+            title, anchor = heading_attributes(line)
+            line = title if anchor is not None or line.lstrip().startswith("#") else line
+        lines.append(line)
+    close = lines[0].find("}")
+    if close >= 0 and "{" not in lines[0][:close] and _only_attributes(lines[0][:close]):
+        lines[0] = lines[0][close + 1 :]  # an attribute list the stretch starts inside
+    cut = lines[-1].rfind(" {")
+    if cut >= 0 and "}" not in lines[-1][cut:] and lines[-1][cut + 2 :].lstrip()[:1] in ("#", ":", "."):
+        lines[-1] = lines[-1][:cut]  # an attribute list cut off by the stretch's end
+    out: list[str] = []
+    for block in _inline_parser().parseInline("\n".join(lines)):
+        for token in block.children or ():
+            if token.type == "text":
+                out.append(token.content.replace("**", "").replace("__", ""))
+            elif token.type == "code_inline":
+                out.append(f"`{token.content}`")
+            elif token.type in ("softbreak", "hardbreak"):
+                out.append("\n")
+            elif token.type == "image":
+                out.append(token.content)
+    return "".join(out)
 
 
 def _titled(raw: str) -> str:
