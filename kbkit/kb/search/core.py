@@ -7,7 +7,7 @@ from typing import TypedDict
 from kbkit.errors import QueryError
 from kbkit.kb import passages
 from kbkit.kb.formats.registry import Registry
-from kbkit.kb.search import fusion, naming, ranking, results
+from kbkit.kb.search import fusion, naming, ranking, results, translations
 from kbkit.kb.search.fusion import LEXICAL_WEIGHT, DenseRanker
 from kbkit.kb.search.query import compile_query
 from kbkit.kb.search.snippets import marker, snippets
@@ -79,6 +79,7 @@ def search(
             if dense is not None:
                 cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=lexical_weight)
+            ranked, translated = translations.fold(ranked, translations.query_languages(query))
             hits, folded = ranking.fold(ranked)
             hits = hits[:limit]
             best |= naming.chosen(pool_passages, [hit.doc_id for hit in hits], compiled.stems)
@@ -107,6 +108,7 @@ def search(
         best=best,
         snippets=shown,
         folded=folded,
+        translated=translated,
         servable=set(registry.extensions),
         max_tokens=max_tokens,
         compiled=compiled,
