@@ -74,6 +74,7 @@ def search(
             ranked = ranking.combined(conn, lexical, best, pool)
             ranked = naming.named_titles(ranked, compiled.stems)
             ranked = ranking.referenced(conn, ranked)
+            ranked = ranking.changelogs_demoted(ranked)
             top_passage = max((found.score for found in best.values()), default=0.0) or 1.0
             near = dense.rank(query, pool, path_prefix=prefix) if dense is not None else []
             if dense is not None:
