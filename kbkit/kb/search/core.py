@@ -80,9 +80,10 @@ def search(
             if dense is not None:
                 cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=lexical_weight)
-            ranked, translated = translations.fold(ranked, translations.query_languages(query))
+            ranked, _ = translations.fold(ranked, translations.query_languages(query))
             hits, folded = ranking.fold(ranked)
             hits = hits[:limit]
+            translated = translations.other_languages(conn, hits, limit)
             best |= naming.chosen(pool_passages, [hit.doc_id for hit in hits], compiled.stems)
             missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
             best |= passages.best_in(conn, compiled.match, missing)

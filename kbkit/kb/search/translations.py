@@ -11,6 +11,7 @@ has it (docs/adr/0054).
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass
 
 from kbkit.kb.search.ranking import Ranked
@@ -113,17 +114,14 @@ def fold(ranked: list[Ranked], languages: frozenset[str]) -> tuple[list[Ranked],
     """Keep one copy of each translated page, at the rank of its best-ranked copy: the
     best-ranked copy in the query's `languages` (query_languages), else the best-ranked one.
     Returns the kept hits, in order, and for each the languages of the copies left out."""
-    copies = {hit.doc_id: copy_of(hit.path) for hit in ranked}
+    copies = {hit.doc_id: copy_of(hit.path) or Copy(hit.path, DEFAULT) for hit in ranked}
     groups: dict[str, list[Ranked]] = {}
     for hit in ranked:
-        found = copies[hit.doc_id]
-        if found is not None:
-            groups.setdefault(found.page, []).append(hit)
+        groups.setdefault(copies[hit.doc_id].page, []).append(hit)
     kept: list[Ranked] = []
     others: dict[int, list[str]] = {}
     for hit in ranked:
-        found = copies[hit.doc_id]
-        group = groups.get(found.page, []) if found is not None else []
+        group = groups[copies[hit.doc_id].page]
         if len(group) < 2:
             kept.append(hit)
             continue
@@ -137,6 +135,35 @@ def fold(ranked: list[Ranked], languages: frozenset[str]) -> tuple[list[Ranked],
     return kept, others
 
 
-def _language(copies: dict[int, Copy | None], hit: Ranked) -> str:
-    found = copies[hit.doc_id]
-    return found.language if found is not None else DEFAULT
+def _language(copies: dict[int, Copy], hit: Ranked) -> str:
+    return copies[hit.doc_id].language
+
+
+def other_languages(conn: sqlite3.Connection, hits: list[Ranked], limit: int) -> dict[int, list[str]]:
+    """doc_id -> the languages of the indexed translations of each of the first `limit` hits that
+    is a copy (copy_of), whether or not they matched the query: one scan of the paths, made only
+    when a hit is a copy."""
+    wanted: dict[str, int] = {}
+    for hit in hits[:limit]:
+        found = copy_of(hit.path)
+        if found is not None:
+            wanted[found.page] = hit.doc_id
+    if not wanted:
+        return {}
+    tails = sorted({_tail(page, suffixed) for page in wanted for suffixed in (False, True)})
+    sql = "SELECT id, path FROM documents WHERE " + " OR ".join("path GLOB ?" for _ in tails)
+    out: dict[int, set[str]] = {}
+    for doc_id, path in conn.execute(sql, tails):
+        found = copy_of(path) or Copy(path, DEFAULT)  # the unsuffixed copy of `page.ja.md`
+        owner = wanted.get(found.page)
+        if owner is not None and owner != doc_id:
+            out.setdefault(owner, set()).add(found.language or "default")
+    return {doc_id: sorted(languages) for doc_id, languages in out.items()}
+
+
+def _tail(page: str, suffixed: bool) -> str:
+    """A GLOB matching paths that end in `page`'s file name (`*/forms.md`), or in it with a
+    language suffix (`*/forms.*.md`); GLOB's own characters in the name taken literally."""
+    name = "".join(f"[{char}]" if char in "*?[" else char for char in page.rsplit("/", 1)[-1])
+    stem, dot, ext = name.rpartition(".")
+    return f"*{stem}.*.{ext}" if suffixed and dot else f"*{name}"
