@@ -85,7 +85,8 @@ def marked(text: str, pattern: re.Pattern[str]) -> str:
     """`text` with each match of `pattern` marked **so** (`text` is a snippet's plain window: no
     `**` of its own, so every pair is a mark). Matches that touch share one mark (two bigrams of
     one Japanese word: `**アップロード**`, never `**アップ****ロード**`)."""
-    parts, pos = [], 0
+    parts: list[str] = []
+    pos = 0
     for match in islice(pattern.finditer(text), MAX_MARKS):
         if match.end() == match.start():
             continue
