@@ -256,3 +256,10 @@ def test_copies_and_query_languages() -> None:
     assert "ru" in query_languages("загрузить файл")
     assert query_languages("poner una cookie en la respuesta") == {"es"}
     assert query_languages("set a cookie") == {"", "en"}
+
+
+def test_a_brace_run_too_long_to_be_an_attribute_list_is_text_and_costs_no_backtracking() -> None:
+    huge = "Title {" + "a" * 1_000_000 + "=}"  # the item pattern would backtrack over the whole word
+    assert heading_attributes(huge) == (huge, None)
+    many = "Title { " + "#a " * 300_000 + "}"
+    assert heading_attributes(many) == (many, None)

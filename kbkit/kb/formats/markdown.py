@@ -53,8 +53,15 @@ _ATTRIBUTE = re.compile(r"""#[^\s{}#."'=]+|\.[^\s{}#."'=]+|[\w-]+=(?:"[^"]*"|'[^
 which MkDocs and Material use; Pandoc and markdown-it-attrs write the same)."""
 
 
+ATTRIBUTES_CHARS = 500
+"""A `{...}` longer than this is text, not an attribute list: the list's pattern backtracks over a
+long word, so a hostile heading of one 1 MB word costs no more than a short one."""
+
+
 def _only_attributes(text: str) -> bool:
     """Whether `text` is one or more attribute-list items and nothing else."""
+    if len(text) > ATTRIBUTES_CHARS:
+        return False
     return bool(_ATTRIBUTE.search(text)) and not _ATTRIBUTE.sub(" ", text).strip(" \t")
 
 
@@ -66,7 +73,7 @@ def heading_attributes(text: str) -> tuple[str, str | None]:
     stripped = text.rstrip(" \t")
     if not stripped.endswith("}"):
         return text, None
-    open_at = stripped.rfind("{")
+    open_at = stripped.rfind("{", max(0, len(stripped) - ATTRIBUTES_CHARS))
     if open_at < 0 or (open_at and stripped[open_at - 1] not in " \t"):
         return text, None
     inside = stripped[open_at + 1 : -1].strip(" \t")
