@@ -26,7 +26,7 @@ other documents name it (a `name` code span or a relative link to it). The page 
 
 CHANGELOG_WEIGHT = 0.5
 """A change log's score is multiplied by this: one long page that names every feature once (a
-700 KB release-notes.md) would otherwise outrank the page about the feature (docs/adr/0054)."""
+700 KB release-notes.md) would otherwise outrank the page about the feature (docs/adr/0055)."""
 CHANGELOG_NAMES = frozenset(
     ("changelog", "changes", "release-notes", "release_notes", "releasenotes", "whatsnew", "whats-new")
 )

@@ -5,7 +5,7 @@ way its generator wants: a folder per language (MkDocs' i18n layout, `docs/ja/do
 Docusaurus' `i18n/ja/...`), or a suffix before the extension (mkdocs-static-i18n,
 `cors.ja.md` beside the default language's `cors.md`). Copies of one page match the same code
 and names, so they crowd a result list; search keeps one, in the query's language when the site
-has it (docs/adr/0054).
+has it (docs/adr/0055).
 """
 
 from __future__ import annotations
