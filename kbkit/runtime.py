@@ -25,6 +25,7 @@ REQUIRED = (
     "starlette",
     "watchfiles",
     "pyuca",
+    "markdown_it",
     "anyio",
     "pydantic",
     "httpx2",

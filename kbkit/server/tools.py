@@ -57,6 +57,7 @@ class SearchHit(BaseModel):
     snippet: str
     uri: str = ""
     folded: list[str] = []
+    translations: list[str] = []
 
 
 class SearchOutput(BaseModel):

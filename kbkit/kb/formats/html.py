@@ -66,6 +66,7 @@ def parse_html(data: bytes, budget: Budget = BUDGET) -> ParsedText:
     del utf8
     if root is None:
         return ParsedText(title=None, body="")
+    _refuse_template(root)
     title = _clean((root.findtext("head/title") or "")[: budget.heading_chars])
     _drop_boilerplate(root)
     writer = _Writer(meter)
@@ -160,6 +161,37 @@ def _parse(utf8: bytes) -> HtmlElement | None:
                 "over-budget", f"the page is over the HTML parser's limits ({limit}); split it"
             )
     return root
+
+
+_STATEMENT = re.compile(r"\{%-?\s*([A-Za-z_]\w{0,30})[^%\n]{0,300}%\}")
+"""A template statement (`{% extends "base.html" %}`, `{% if nav %}`): Jinja, Django, Liquid,
+Nunjucks and Twig all write them so."""
+AS_WRITTEN = frozenset(("pre", "code", "kbd", "samp", "script", "style", "textarea", "xmp"))
+"""Elements whose text a page shows (or runs) as written: a statement there is an example."""
+
+
+def _refuse_template(root: HtmlElement) -> None:
+    """Refuse a theme's template (MkDocs `overrides/main.html`, a Django or Jekyll layout): a
+    template statement in the page's own text or in an attribute value, outside code, means the
+    file is the source of pages, not a page; indexed, it would be a page of `{% block %}` lines
+    that every search on the site's words may return."""
+    import lxml.etree
+
+    walker = lxml.etree.iterwalk(root, events=("start",))
+    for _, element in walker:
+        tag = element.tag if isinstance(element.tag, str) else ""
+        texts = [element.tail or ""]
+        if tag in AS_WRITTEN:
+            walker.skip_subtree()
+        else:
+            texts += [element.text or "", *(str(value) for value in element.attrib.values())]
+        for text in texts:
+            if "{%" in text and (found := _STATEMENT.search(text)):
+                raise DocumentRefused(
+                    "template",
+                    f"a template (`{{% {found.group(1)} ... %}}` outside code), not a page: the "
+                    "source of a site's pages is not indexed; the pages it renders are",
+                )
 
 
 def _drop_boilerplate(root: HtmlElement) -> None:

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
 from kbkit.kb.formats.base import ParsedText, decode_text, meta_title, outline_of_headings
 from kbkit.kb.formats.budget import BUDGET, Budget
 from kbkit.kb.sections import Heading
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
 _ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+([^\n]*))?$", re.MULTILINE)
@@ -42,6 +46,43 @@ def _atx_text(raw: str | None) -> str:
     if unclosed != text and (not unclosed or unclosed[-1] in " \t"):
         text = unclosed.rstrip(" \t")
     return text
+
+
+_ATTRIBUTE = re.compile(r"""#[^\s{}#."'=]+|\.[^\s{}#."'=]+|[\w-]+=(?:"[^"]*"|'[^']*'|[^\s{}"'=]+)""")
+"""One item of an attribute list: `#id`, `.class` or `key=value` (Python-Markdown's attr_list,
+which MkDocs and Material use; Pandoc and markdown-it-attrs write the same)."""
+
+
+ATTRIBUTES_CHARS = 500
+"""A `{...}` longer than this is text, not an attribute list: the list's pattern backtracks over a
+long word, so a hostile heading of one 1 MB word costs no more than a short one."""
+
+
+def _only_attributes(text: str) -> bool:
+    """Whether `text` is one or more attribute-list items and nothing else."""
+    if len(text) > ATTRIBUTES_CHARS:
+        return False
+    return bool(_ATTRIBUTE.search(text)) and not _ATTRIBUTE.sub(" ", text).strip(" \t")
+
+
+def heading_attributes(text: str) -> tuple[str, str | None]:
+    """A heading's text without a trailing attribute list (`Upload files { #upload-files }`,
+    `{: #id .class }`), and the list's `#id` (None when it has none). Text whose last `{...}`
+    is not an attribute list (`Set {a, b}`, a template's `{{ x }}`) is kept as written.
+    String scans and a regex without nested repeats: linear."""
+    stripped = text.rstrip(" \t")
+    if not stripped.endswith("}"):
+        return text, None
+    open_at = stripped.rfind("{", max(0, len(stripped) - ATTRIBUTES_CHARS))
+    if open_at < 0 or (open_at and stripped[open_at - 1] not in " \t"):
+        return text, None
+    inside = stripped[open_at + 1 : -1].strip(" \t")
+    inside = inside[1:].lstrip(" \t") if inside.startswith(":") else inside
+    if not _only_attributes(inside):
+        return text, None
+    words = _ATTRIBUTE.findall(inside)
+    anchor = next((word[1:] for word in words if word.startswith("#")), None)
+    return stripped[:open_at].rstrip(" \t"), anchor
 
 
 _SETEXT = re.compile(r"^(?! {4})([^\n#>\-*=][^\n]*)\n {0,3}(=+|-+)[ \t]*$", re.MULTILINE)
@@ -152,14 +193,81 @@ def parse_markdown(data: bytes, budget: Budget = BUDGET) -> ParsedText:
     return ParsedText(title, body, headings, outline_of_headings(found), description=description, tags=tags)
 
 
+INLINE_RULES = (
+    "emphasis",
+    "link",
+    "image",
+    "backticks",
+    "html_inline",
+    "escape",
+    "entity",
+    "autolink",
+    "newline",
+)
+"""The inline syntax a snippet is read with: half the work of the whole CommonMark set."""
+_MARKUP = ("**", "__", "](", "</")
+"""A stretch holding none of these has no bold, link or inline HTML to reduce: not parsed (on
+cpp-docs seven windows in ten; a parse costs about 0.1 ms)."""
+
+
+@functools.cache
+def _inline_parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("zero").enable(list(INLINE_RULES))
+
+
+def plain_inline(text: str) -> str:
+    """A stretch of Markdown as a reader sees it: emphasis, links, images and inline HTML reduced
+    to their text, code spans kept in backticks, headings' attribute lists left out. For snippets:
+    a word bold in the source would otherwise come out as `****word****` once marked. The stretch
+    may start or end anywhere (a search snippet's window): a `**` left unpaired by the cut goes too."""
+    lines = []
+    for line in text.split("\n"):
+        if line.rstrip(" \t").endswith("}"):
+            title, anchor = heading_attributes(line)
+            line = title if anchor is not None or line.lstrip().startswith("#") else line
+        lines.append(line)
+    close = lines[0].find("}")
+    if close >= 0 and "{" not in lines[0][:close] and _only_attributes(lines[0][:close]):
+        lines[0] = lines[0][close + 1 :]  # an attribute list the stretch starts inside
+    cut = lines[-1].rfind(" {")
+    if cut >= 0 and "}" not in lines[-1][cut:] and lines[-1][cut + 2 :].lstrip()[:1] in ("#", ":", "."):
+        lines[-1] = lines[-1][:cut]  # an attribute list cut off by the stretch's end
+    text = "\n".join(lines)
+    if not any(markup in text for markup in _MARKUP):
+        return text
+    out: list[str] = []
+    for block in _inline_parser().parseInline(text):
+        for token in block.children or ():
+            if token.type == "text":
+                out.append(token.content.replace("**", "").replace("__", ""))
+            elif token.type == "code_inline":
+                out.append(f"`{token.content}`")
+            elif token.type in ("softbreak", "hardbreak"):
+                out.append("\n")
+            elif token.type == "image":
+                out.append(token.content)
+    return "".join(out)
+
+
+def _titled(raw: str) -> str:
+    """A heading's text as its title: a trailing attribute list left out (heading_attributes)."""
+    return heading_attributes(raw)[0] if "{" in raw else raw
+
+
 def markdown_headings(body: str) -> list[tuple[int, int, str]]:
-    """(start, level, raw text) of every ATX and setext heading outside fenced code, in order."""
+    """(start, level, raw text) of every ATX and setext heading outside fenced code, in order; a
+    heading's trailing attribute list (`{ #id }`) is not part of its text."""
     found: list[tuple[int, int, str]] = []
     for start, end in _outside_fences(body):
-        atx = [(m.start(), len(m.group(1)), _atx_text(m.group(2))) for m in _ATX.finditer(body, start, end)]
+        atx = [
+            (m.start(), len(m.group(1)), _titled(_atx_text(m.group(2))))
+            for m in _ATX.finditer(body, start, end)
+        ]
         found += [heading for heading in atx if heading[2]]
         setext = _SETEXT.finditer(body, start, end)
-        found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, m.group(1)) for m in setext]
+        found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, _titled(m.group(1))) for m in setext]
     return sorted(found)
 
 

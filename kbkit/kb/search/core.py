@@ -7,7 +7,7 @@ from typing import TypedDict
 from kbkit.errors import QueryError
 from kbkit.kb import passages
 from kbkit.kb.formats.registry import Registry
-from kbkit.kb.search import fusion, naming, ranking, results
+from kbkit.kb.search import fusion, naming, ranking, results, translations
 from kbkit.kb.search.fusion import LEXICAL_WEIGHT, DenseRanker
 from kbkit.kb.search.query import compile_query
 from kbkit.kb.search.snippets import marker, snippets
@@ -74,13 +74,16 @@ def search(
             ranked = ranking.combined(conn, lexical, best, pool)
             ranked = naming.named_titles(ranked, compiled.stems)
             ranked = ranking.referenced(conn, ranked)
+            ranked = ranking.changelogs_demoted(ranked)
             top_passage = max((found.score for found in best.values()), default=0.0) or 1.0
             near = dense.rank(query, pool, path_prefix=prefix) if dense is not None else []
             if dense is not None:
                 cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=lexical_weight)
+            ranked, _ = translations.fold(ranked, translations.query_languages(query))
             hits, folded = ranking.fold(ranked)
             hits = hits[:limit]
+            translated = translations.other_languages(conn, hits, limit)
             best |= naming.chosen(pool_passages, [hit.doc_id for hit in hits], compiled.stems)
             missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
             best |= passages.best_in(conn, compiled.match, missing)
@@ -107,6 +110,7 @@ def search(
         best=best,
         snippets=shown,
         folded=folded,
+        translated=translated,
         servable=set(registry.extensions),
         max_tokens=max_tokens,
         compiled=compiled,

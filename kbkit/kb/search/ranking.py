@@ -24,6 +24,16 @@ other documents name it (a `name` code span or a relative link to it). The page 
 (docs/adr/0024 and docs/benchmarks.md have the measurements)."""
 
 
+CHANGELOG_WEIGHT = 0.5
+"""A change log's score is multiplied by this: one long page that names every feature once (a
+700 KB release-notes.md) would otherwise outrank the page about the feature (docs/adr/0056)."""
+CHANGELOG_NAMES = frozenset(
+    ("changelog", "changes", "release-notes", "release_notes", "releasenotes", "whatsnew", "whats-new")
+)
+"""File names (without extension, any case) of change logs. `history` and `news` are not among
+them: a command's page is often called so (tldr's `history.md`)."""
+
+
 @dataclass(frozen=True)
 class Ranked:
     """A candidate document and its score at one step of the ranking."""
@@ -118,3 +128,14 @@ def fold(ranked: list[Ranked]) -> tuple[list[Ranked], dict[int, list[str]]]:
             owner[key] = hit.doc_id
         kept.append(hit)
     return kept, folded
+
+
+def changelogs_demoted(ranked: list[Ranked]) -> list[Ranked]:
+    """`ranked` with each change log's score multiplied by CHANGELOG_WEIGHT, in its new order."""
+    if not any(stem(hit.path).lower() in CHANGELOG_NAMES for hit in ranked):
+        return ranked
+    weighed = [
+        hit.rescored(hit.score * CHANGELOG_WEIGHT) if stem(hit.path).lower() in CHANGELOG_NAMES else hit
+        for hit in ranked
+    ]
+    return sorted(weighed, key=lambda hit: (-hit.score, hit.path))

@@ -28,13 +28,17 @@ class Hit:
     uri: str | None = None
     folded: list[str] = field(default_factory=list)
     """Paths of near-copies of this hit (same file name and title, or same bytes) left out below it."""
+    translations: list[str] = field(default_factory=list)
+    """Languages of this page's translations left out below it (the same path in that language's
+    folder, or with that language's suffix; `default`: the copy without one)."""
 
     def to_dict(self) -> dict[str, Any]:
         item = asdict(self)
         if item["uri"] is None:
             del item["uri"]
-        if not item["folded"]:
-            del item["folded"]
+        for key in ("folded", "translations"):
+            if not item[key]:
+                del item[key]
         return item
 
 
@@ -61,6 +65,7 @@ def shaped(
     best: dict[int, passages.Best],
     snippets: dict[int, str],
     folded: dict[int, list[str]],
+    translated: dict[int, list[str]] | None = None,
     servable: set[str],
     max_tokens: int | None,
     compiled: CompiledQuery,
@@ -76,7 +81,7 @@ def shaped(
         )
     budget = max_tokens
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
-    shown_folds = 0
+    shown_folds = shown_translations = 0
     for ranked_hit in hits:
         hit = Hit(
             path=ranked_hit.path,
@@ -87,6 +92,7 @@ def shaped(
             snippet=snippets.get(ranked_hit.doc_id, ranked_hit.title),
             uri=doc_uri(ranked_hit.path) if ranked_hit.ext in servable else None,
             folded=folded.get(ranked_hit.doc_id, []),
+            translations=(translated or {}).get(ranked_hit.doc_id, []),
         )
         cost = estimate_tokens(hit.to_dict())
         if budget is not None and cost > budget and result.results:
@@ -100,10 +106,17 @@ def shaped(
             budget -= cost
         result.results.append(hit)
         shown_folds += len(hit.folded)
+        shown_translations += bool(hit.translations)
     if shown_folds:
         notes.append(
             f"{shown_folds} near-copies (same file name and title, or same content) were folded into "
             "the hit ranked above them; each hit's `folded` lists them"
+        )
+    if shown_translations:
+        notes.append(
+            f"{shown_translations} hits stand for translated pages: each is the copy in the query's "
+            "language where there is one, and `translations` lists the other languages (the same path "
+            "in that language's folder, or with its suffix)"
         )
     return result, notes
 

@@ -12,6 +12,7 @@ import sqlite3
 from itertools import islice
 
 from kbkit.kb import passages, segment
+from kbkit.kb.formats.markdown import plain_inline
 from kbkit.kb.search.query import rough_stem
 from kbkit.kb.search.ranking import Ranked
 
@@ -44,7 +45,8 @@ def marker(terms: tuple[str, ...], runs: tuple[str, ...] = ()) -> re.Pattern[str
 
 
 def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) -> str:
-    """The stretch of `text` holding the most distinct matched words, marked **so**.
+    """The stretch of `text` holding the most distinct matched words, as plain text (the
+    Markdown's own emphasis and attribute lists left out), marked **so**.
 
     `text` is at most SNIPPET_SCAN_CHARS long and at most MAX_MARKS matches are weighed; with no
     match in it (the words were in the title or file name), the page's opening or `fallback`
@@ -52,7 +54,7 @@ def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) ->
     text = text or ""
     marks = [(m.start(), m.end(), m.group(0).lower()) for m in islice(pattern.finditer(text), MAX_MARKS)]
     if not marks:
-        opening = " ".join(text[: SNIPPET_CHARS * 2].split())
+        opening = " ".join(plain_inline(text[: SNIPPET_CHARS * 2]).split())
         if not opening:
             return fallback
         return opening[:SNIPPET_CHARS] + ("…" if len(opening) > SNIPPET_CHARS else "")
@@ -75,16 +77,26 @@ def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) ->
     stop = min(len(text), begin + SNIPPET_CHARS + 30)
     end = text.find(" ", stop, stop + EDGE_CHARS)
     end = stop if end < 0 else end
-    parts, pos = [], begin
-    for start, stop, _ in marks[best[1] :]:
-        if start >= end:
-            break
-        if start >= pos:
-            parts += [text[pos:start], "**", text[start : min(stop, end)], "**"]
-            pos = min(stop, end)
-    parts.append(text[pos:end])
-    window = " ".join("".join(parts).split())
+    window = " ".join(marked(plain_inline(text[begin:end]), pattern).split())
     return ("…" if begin else "") + window + ("…" if end < len(text) else "")
+
+
+def marked(text: str, pattern: re.Pattern[str]) -> str:
+    """`text` with each match of `pattern` marked **so** (`text` is a snippet's plain window: no
+    `**` of its own, so every pair is a mark). Matches that touch share one mark (two bigrams of
+    one Japanese word: `**アップロード**`, never `**アップ****ロード**`)."""
+    parts: list[str] = []
+    pos = 0
+    for match in islice(pattern.finditer(text), MAX_MARKS):
+        if match.end() == match.start():
+            continue
+        if parts and match.start() == pos:
+            parts[-1:] = [match.group(0), "**"]
+        else:
+            parts += [text[pos : match.start()], "**", match.group(0), "**"]
+        pos = match.end()
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def snippets(

@@ -1,0 +1,169 @@
+"""Translations of one page, told apart by path, and the language a query is written in.
+
+A documentation site in several languages keeps one copy of each page per language, laid out the
+way its generator wants: a folder per language (MkDocs' i18n layout, `docs/ja/docs/tutorial/cors.md`;
+Docusaurus' `i18n/ja/...`), or a suffix before the extension (mkdocs-static-i18n,
+`cors.ja.md` beside the default language's `cors.md`). Copies of one page match the same code
+and names, so they crowd a result list; search keeps one, in the query's language when the site
+has it (docs/adr/0056).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+
+from kbkit.kb.search.ranking import Ranked
+
+ISO_639_1 = frozenset(
+    "aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy "
+    "da de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu "
+    "hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb "
+    "lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr nv ny oc oj om "
+    "or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su sv sw "
+    "ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu".split()
+)
+"""Two-letter language codes: a folder or suffix named so (with an optional region or script,
+`pt-br`, `zh-hant`, `zh_TW`) is taken as a language."""
+_TAG = re.compile(r"([a-z]{2})(?:[-_][A-Za-z]{2,4})?")
+_SUFFIXED = re.compile(r"^(.+)\.([a-z]{2}(?:[-_][A-Za-z]{2,4})?)(\.[A-Za-z0-9]{1,10})$")
+DEFAULT = ""
+"""The language of a page without a language suffix beside suffixed copies (mkdocs-static-i18n's
+default language), or of a page in no language folder."""
+
+SCRIPTS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]", frozenset({"ja"})),
+    ("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]", frozenset({"ko"})),
+    ("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]", frozenset({"zh", "ja"})),
+    ("[\u0400-\u04ff]", frozenset({"ru", "uk", "be", "bg", "sr", "mk", "kk", "ky", "mn", "tg", "tt"})),
+    ("[\u0600-\u06ff]", frozenset({"ar", "fa", "ur", "ps", "ku", "sd", "ug"})),
+    ("[\u0590-\u05ff]", frozenset({"he", "yi"})),
+    ("[\u0370-\u03ff]", frozenset({"el"})),
+    ("[\u0900-\u097f]", frozenset({"hi", "mr", "ne", "sa"})),
+    ("[\u0e00-\u0e7f]", frozenset({"th"})),
+)
+"""A script in the query -> the languages written in it, checked in this order (kana before Han:
+a query with kana is Japanese, Han alone may be Chinese or Japanese)."""
+_SCRIPTS = tuple((re.compile(pattern), languages) for pattern, languages in SCRIPTS)
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Where a path sits among its translations."""
+
+    page: str
+    """The path with its language left out: the same for every translation of the page."""
+    language: str
+    """Its language tag in lower case (`ja`, `zh-hant`), or DEFAULT."""
+
+
+def is_language(tag: str) -> bool:
+    match = _TAG.fullmatch(tag)
+    return match is not None and match.group(1) in ISO_639_1
+
+
+def copy_of(path: str) -> Copy | None:
+    """The page and language of `path` when its folders or file name name a language, else None.
+    The first folder named as a language is the copy's language (`docs/ja/docs/x.md`)."""
+    parts = path.split("/")
+    for index, part in enumerate(parts[:-1]):
+        if is_language(part):
+            return Copy("/".join([*parts[:index], "*", *parts[index + 1 :]]), part.lower().replace("_", "-"))
+    suffixed = _SUFFIXED.match(parts[-1])
+    if suffixed and is_language(suffixed.group(2)):
+        name = suffixed.group(1) + suffixed.group(3)
+        return Copy("/".join([*parts[:-1], name]), suffixed.group(2).lower().replace("_", "-"))
+    return None
+
+
+FUNCTION_WORDS = {
+    "es": frozenset("el la los las un una unos del al con para por desde y en como cómo que mi".split()),
+    "pt": frozenset("o os um uma do da dos das ao com para por em no na e como que meu".split()),
+    "fr": frozenset("le les un une des du au aux avec pour par dans et comme comment que mon".split()),
+    "de": frozenset("der die das den dem ein eine einen mit für und im zum zur wie von mein".split()),
+    "it": frozenset("il lo gli le un una del della con per da nel e come che mio".split()),
+    "tr": frozenset("bir ile için ve nasıl bu da de".split()),
+}
+"""Words that mark a Latin-script query as written in a language other than the default; a
+query with none of them (or as many of two languages') is taken as the default language's."""
+DEFAULT_LANGUAGES = frozenset({DEFAULT, "en"})
+"""The copies a query in no other language prefers: the unsuffixed one, else English."""
+
+
+def query_languages(query: str) -> frozenset[str]:
+    """The languages `query` may be written in: from its script (Japanese for kana, Korean for
+    Hangul, Chinese or Japanese for Han alone, ...), and for the Latin script from its function
+    words (FUNCTION_WORDS), else the default language (DEFAULT_LANGUAGES)."""
+    for pattern, languages in _SCRIPTS:
+        if pattern.search(query):
+            return languages
+    words = set(query.lower().split())
+    counts = {language: len(words & marks) for language, marks in FUNCTION_WORDS.items()}
+    best = max(counts.values())
+    found = [language for language, count in counts.items() if count == best]
+    return frozenset(found) if best and len(found) == 1 else DEFAULT_LANGUAGES
+
+
+def speaks(language: str, languages: frozenset[str]) -> bool:
+    """Whether a copy in `language` (a tag, `zh-hant`) is in one of `languages`."""
+    return language.split("-")[0] in languages
+
+
+def fold(ranked: list[Ranked], languages: frozenset[str]) -> tuple[list[Ranked], dict[int, list[str]]]:
+    """Keep one copy of each translated page, at the rank of its best-ranked copy: the
+    best-ranked copy in the query's `languages` (query_languages), else the best-ranked one.
+    Returns the kept hits, in order, and for each the languages of the copies left out."""
+    copies = {hit.doc_id: copy_of(hit.path) or Copy(hit.path, DEFAULT) for hit in ranked}
+    groups: dict[str, list[Ranked]] = {}
+    for hit in ranked:
+        groups.setdefault(copies[hit.doc_id].page, []).append(hit)
+    kept: list[Ranked] = []
+    others: dict[int, list[str]] = {}
+    for hit in ranked:
+        group = groups[copies[hit.doc_id].page]
+        if len(group) < 2:
+            kept.append(hit)
+            continue
+        if group[0] is not hit:
+            continue
+        chosen = next((copy for copy in group if speaks(_language(copies, copy), languages)), hit)
+        kept.append(chosen.rescored(hit.score))
+        others[chosen.doc_id] = sorted(
+            _language(copies, copy) or "default" for copy in group if copy is not chosen
+        )
+    return kept, others
+
+
+def _language(copies: dict[int, Copy], hit: Ranked) -> str:
+    return copies[hit.doc_id].language
+
+
+def other_languages(conn: sqlite3.Connection, hits: list[Ranked], limit: int) -> dict[int, list[str]]:
+    """doc_id -> the languages of the indexed translations of each of the first `limit` hits that
+    is a copy (copy_of), whether or not they matched the query: one scan of the paths, made only
+    when a hit is a copy."""
+    wanted: dict[str, int] = {}
+    for hit in hits[:limit]:
+        found = copy_of(hit.path)
+        if found is not None:
+            wanted[found.page] = hit.doc_id
+    if not wanted:
+        return {}
+    tails = sorted({_tail(page, suffixed) for page in wanted for suffixed in (False, True)})
+    sql = "SELECT id, path FROM documents WHERE " + " OR ".join("path GLOB ?" for _ in tails)
+    out: dict[int, set[str]] = {}
+    for doc_id, path in conn.execute(sql, tails):
+        found = copy_of(path) or Copy(path, DEFAULT)  # the unsuffixed copy of `page.ja.md`
+        owner = wanted.get(found.page)
+        if owner is not None and owner != doc_id:
+            out.setdefault(owner, set()).add(found.language or "default")
+    return {doc_id: sorted(languages) for doc_id, languages in out.items()}
+
+
+def _tail(page: str, suffixed: bool) -> str:
+    """A GLOB matching paths that end in `page`'s file name (`*/forms.md`), or in it with a
+    language suffix (`*/forms.*.md`); GLOB's own characters in the name taken literally."""
+    name = "".join(f"[{char}]" if char in "*?[" else char for char in page.rsplit("/", 1)[-1])
+    stem, dot, ext = name.rpartition(".")
+    return f"*{stem}.*.{ext}" if suffixed and dot else f"*{name}"

@@ -1,0 +1,265 @@
+"""A documentation site as generators lay it out (MkDocs, as FastAPI's docs are): a folder per
+language, heading attribute lists (`{ #id }`), words bold in the source, the theme's Jinja
+templates beside the pages, and a long change log naming every feature. Searched through the
+server's tools in memory, as an agent searches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from kbkit.cli import app
+from kbkit.kb.formats.markdown import heading_attributes, plain_inline
+from kbkit.kb.search.translations import copy_of, query_languages
+from tests.helpers.project import make_project
+from tests.helpers.serve import serve_in_memory
+
+FORMS_EN = """# Request Forms and Files { #request-forms-and-files }
+
+You can define files and form fields at the same time using `File` and `Form`.
+
+## Define **File** and **Form** parameters { #define-file-and-form-parameters }
+
+Create file and form parameters the same way you would for `Body` or `Query`.
+The files and form fields will be uploaded as **form data** and you will receive the files and form fields.
+"""
+FORMS_JA = """# リクエストフォームとファイル { #request-forms-and-files }
+
+`File`と`Form`を同時に使うことでファイルとフォームフィールドを定義することができます。
+
+## `File`と`Form`のパラメータの定義 { #define-file-and-form-parameters }
+
+ファイルとフォームフィールドは**フォームデータ**としてアップロードされます。
+"""
+FORMS_ES = """# Formularios y archivos del request { #request-forms-and-files }
+
+Puedes definir archivos y campos de formulario al mismo tiempo usando `File` y `Form`.
+
+## Definir parámetros de **File** y **Form** { #define-file-and-form-parameters }
+
+Los archivos y campos de formulario se subirán como **form data** y recibirás los archivos.
+"""
+FILES_EN = """# Request Files { #request-files }
+
+You can define files to be uploaded by the client using `File`.
+
+## Import `File` { #import-file }
+
+Import `File` and `UploadFile` from `fastapi`.
+"""
+COOKIES_EN = """# Response Cookies { #response-cookies }
+
+## Use a `Response` parameter { #use-a-response-parameter }
+
+You can declare a parameter of type `Response` and set cookies in that temporal response object.
+"""
+RELEASE_NOTES = "# Release Notes { #release-notes }\n\n" + "".join(
+    f"## 0.{n}.0 {{ #0{n}0 }}\n\n### Features\n\n"
+    f"* Add support for file uploads together with form fields in forms, version {n}. PR #{n}.\n"
+    f"* Set a cookie in the response object from a dependency, fix {n}. PR #{n + 1}.\n"
+    "* Docs: update translations and examples of request forms and files.\n\n"
+    for n in range(60)
+)
+MAIN_TEMPLATE = """{% extends "base.html" %}
+
+{% block site_nav %}
+  {% if nav %}
+    <div class="md-sidebar">{% include "partials/nav.html" %}</div>
+  {% endif %}
+  Upload a file together with form fields: the forms documentation.
+{% endblock %}
+"""
+COPYRIGHT_PARTIAL = """<div class="md-copyright">
+    The FastAPI trademark is owned by @tiangolo: form fields and files.
+    {% if not config.extra.generator == false %}
+    Made with <a href="https://zensical.org">Zensical</a>
+    {% endif %}
+</div>
+"""
+JINJA_GUIDE = """<html><head><title>Templates guide</title></head><body>
+<h1>Jinja templates</h1>
+<p>A layout extends its base template and fills its blocks:</p>
+<pre><code>{% extends "base.html" %}
+{% block content %}{{ page.title }}{% endblock %}</code></pre>
+</body></html>
+"""
+SITE = {
+    "en/docs/tutorial/request-forms-and-files.md": FORMS_EN,
+    "ja/docs/tutorial/request-forms-and-files.md": FORMS_JA,
+    "es/docs/tutorial/request-forms-and-files.md": FORMS_ES,
+    "en/docs/tutorial/request-files.md": FILES_EN,
+    "tr/docs/tutorial/request-files.md": FILES_EN.replace("You can define", "Yükleme: you can define"),
+    "en/docs/advanced/response-cookies.md": COOKIES_EN,
+    "en/docs/release-notes.md": RELEASE_NOTES,
+    "en/overrides/main.html": MAIN_TEMPLATE,
+    "en/overrides/partials/copyright.html": COPYRIGHT_PARTIAL,
+    "en/docs/templates.html": JINJA_GUIDE,
+}
+
+
+async def searched(root: Path, *queries: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each (query, arguments)'s search result, from one server over the index of `root`."""
+    out = []
+    with anyio.fail_after(120):
+        async with serve_in_memory(root) as client:
+            for query, arguments in queries:
+                found = await client.call_tool("search", {"query": query, **arguments})
+                assert not found.is_error, found.content
+                assert found.structured_content is not None
+                out.append(found.structured_content)
+    return out
+
+
+async def search(root: Path, query: str, **arguments: Any) -> dict[str, Any]:
+    return (await searched(root, (query, arguments)))[0]
+
+
+async def topic(root: Path, prefix: str) -> str:
+    with anyio.fail_after(60):
+        async with serve_in_memory(root) as client:
+            read = await client.read_resource(f"kb://topic/{prefix}")
+            return "\n".join(getattr(content, "text", "") for content in read.contents)
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    return make_project(tmp_path / "p", SITE)
+
+
+@pytest.mark.anyio
+async def test_heading_attribute_lists_stay_out_of_titles_section_paths_snippets_and_listings(
+    site: Path,
+) -> None:
+    found = await search(site, "form parameters", path_prefix="en/docs/tutorial/")
+    hit = found["results"][0]
+    assert hit["path"] == "en/docs/tutorial/request-forms-and-files.md"
+    assert hit["title"] == "Request Forms and Files"
+    assert hit["section"].startswith("Request Forms and Files") and "{" not in hit["section"]
+    assert "{" not in hit["snippet"] and "#define" not in hit["snippet"]
+    listing = await topic(site, "en/docs/tutorial")
+    assert "Request Forms and Files" in listing and "{ #" not in listing
+
+
+@pytest.mark.anyio
+async def test_a_word_bold_in_the_source_is_marked_once_never_as_four_stars(site: Path) -> None:
+    found = await search(site, "define file form parameters", path_prefix="en/docs/tutorial/request-forms")
+    snippet = found["results"][0]["snippet"]
+    assert "****" not in snippet
+    assert (
+        "**Define** **File** and **Form** **parameters**" in snippet
+    )  # File and Form are bold in the source
+
+
+@pytest.mark.anyio
+async def test_touching_marks_in_japanese_are_one_mark(site: Path) -> None:
+    found = await search(site, "フォームデータ", path_prefix="ja/")
+    snippet = found["results"][0]["snippet"]
+    assert "****" not in snippet
+    assert "**フォームデータ**" in snippet
+
+
+def test_the_themes_templates_are_skipped_as_templates_and_said_so(site: Path) -> None:
+    done = CliRunner().invoke(app, ["index", "--root", str(site), "--skipped"])
+    assert done.exit_code == 0, done.output
+    assert "en/overrides/main.html" in done.output and "en/overrides/partials/copyright.html" in done.output
+    assert "template" in done.output
+    assert "en/docs/templates.html" not in done.output  # Jinja shown inside <pre><code> is a page's example
+
+
+@pytest.mark.anyio
+async def test_a_page_showing_template_code_is_still_found(site: Path) -> None:
+    found, everything = await searched(
+        site, ("extends base template blocks", {}), ("upload a file together with form fields", {"limit": 20})
+    )
+    assert [hit["path"] for hit in found["results"]][:1] == ["en/docs/templates.html"]
+    assert not any("/overrides/" in hit["path"] for hit in everything["results"])
+
+
+@pytest.mark.anyio
+async def test_translations_of_a_page_are_one_hit_in_the_querys_language(site: Path) -> None:
+    english, japanese, spanish = await searched(
+        site,
+        ("upload a file together with form fields", {}),
+        ("ファイルとフォームを一緒にアップロード", {}),
+        ("subir un archivo junto con campos de formulario", {}),
+    )
+    paths = [hit["path"] for hit in english["results"]]
+    assert paths[0] == "en/docs/tutorial/request-forms-and-files.md"
+    assert english["results"][0]["translations"] == ["es", "ja"]
+    assert not any(path.startswith(("ja/", "es/", "tr/")) for path in paths)
+    assert "translations" in english["note"]
+    assert japanese["results"][0]["path"] == "ja/docs/tutorial/request-forms-and-files.md"
+    assert spanish["results"][0]["path"] == "es/docs/tutorial/request-forms-and-files.md"
+    assert spanish["results"][0]["translations"] == ["en", "ja"]
+
+
+@pytest.mark.anyio
+async def test_the_suffix_layout_of_translations_folds_too(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p",
+        {"guide/forms.md": FORMS_EN, "guide/forms.ja.md": FORMS_JA, "guide/files.md": FILES_EN},
+    )
+    found, english = await searched(root, ("ファイルとフォーム", {}), ("form fields", {}))
+    assert found["results"][0]["path"] == "guide/forms.ja.md"
+    assert found["results"][0]["translations"] == ["default"]
+    assert [hit["path"] for hit in english["results"]].count("guide/forms.ja.md") == 0
+
+
+@pytest.mark.anyio
+async def test_folders_that_only_look_like_languages_are_not_folded(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path / "p",
+        {"ops/setup.md": FILES_EN, "dev/setup.md": FILES_EN.replace("# Request Files", "# Files")},
+    )
+    found = await search(root, "define files uploaded")
+    assert sorted(hit["path"] for hit in found["results"]) == ["dev/setup.md", "ops/setup.md"]
+    assert not any(hit.get("translations") for hit in found["results"])
+
+
+@pytest.mark.anyio
+async def test_a_change_log_naming_the_feature_ranks_below_the_features_page(site: Path) -> None:
+    found, alone = await searched(site, ("set a cookie in the response", {}), ("version 42", {}))
+    paths = [hit["path"] for hit in found["results"]]
+    assert paths[0] == "en/docs/advanced/response-cookies.md"
+    assert paths.index("en/docs/release-notes.md") > 0  # still found when it is what is asked for
+    assert alone["results"][0]["path"] == "en/docs/release-notes.md"
+
+
+def test_attribute_lists_are_read_as_python_markdown_writes_them_and_other_braces_are_text() -> None:
+    assert heading_attributes("Upload files { #upload-files }") == ("Upload files", "upload-files")
+    assert heading_attributes('Title {: #x .wide data-k="a b" }') == ("Title", "x")
+    assert heading_attributes("Styled { .note }") == ("Styled", None)
+    for text in ("Set {a, b}", "{{ page.title }}", "Close}", "Glued{#id}", "Two {#a}}", "Empty { }"):
+        assert heading_attributes(text) == (text, None)
+
+
+def test_plain_text_of_a_cut_stretch_drops_markup_and_attribute_lists_cut_at_either_end() -> None:
+    assert plain_inline("#define-forms }\nUse **File** and [Form](x.md) `Body` { #a") == (
+        "\nUse File and Form `Body`"
+    )
+    assert plain_inline("ends inside **bold") == "ends inside bold"
+
+
+def test_copies_and_query_languages() -> None:
+    assert copy_of("docs/ja/docs/a/b.md") == copy_of("docs/ja/docs/a/b.md")
+    assert copy_of("docs/zh-hant/docs/b.md").language == "zh-hant"  # type: ignore[union-attr]
+    assert copy_of("docs/en/docs/b.md").page == copy_of("docs/pt/docs/b.md").page  # type: ignore[union-attr]
+    assert copy_of("b.fr.md").page == "b.md"  # type: ignore[union-attr]
+    assert copy_of("ops/b.md") is None and copy_of("b.min.js") is None
+    assert query_languages("응답에 쿠키 설정") == {"ko"}
+    assert query_languages("レスポンスにクッキーを設定") == {"ja"}
+    assert "zh" in query_languages("同时上传文件")
+    assert "ru" in query_languages("загрузить файл")
+    assert query_languages("poner una cookie en la respuesta") == {"es"}
+    assert query_languages("set a cookie") == {"", "en"}
+
+
+def test_a_brace_run_too_long_to_be_an_attribute_list_is_text_and_costs_no_backtracking() -> None:
+    huge = "Title {" + "a" * 1_000_000 + "=}"  # the item pattern would backtrack over the whole word
+    assert heading_attributes(huge) == (huge, None)
+    many = "Title { " + "#a " * 300_000 + "}"
+    assert heading_attributes(many) == (many, None)
