@@ -18,8 +18,8 @@ Tokens are estimated as kbkit estimates them (`estimate_tokens`: JSON characters
 
 With `--semantic`, hybrid search too (BM25 fused with vectors per passage; the whole of cpp-docs
 is embedded first, which takes long: `--project DIR` keeps the index for another run): the
-result's offset from the passage the fused evidence favours, or always the lexical one, or always
-the one holding the best vector.
+result's offset from the passage its BM25 score and its vector favour together, at the weight
+shipped and at others (0: BM25 alone, 1: the vector alone).
 
 Two sets of questions, each run on the same index: `named` (`agent_loop_questions.json`), nearly
 all of which name the class and the member, and `plain` (`agent_loop_plain_questions.json`), which
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -108,10 +107,11 @@ def answer_spans(kb: KnowledgeBase, question: Question) -> list[tuple[int, int]]
 
 
 def sections_answerer(
-    kb: KnowledgeBase, *, hybrid: bool = False, margin: float | None = None, share: float | None = None
+    kb: KnowledgeBase, *, hybrid: bool = False, weight: float | None = None, share: float | None = None
 ) -> Answerer:
-    """search (BM25 alone, or `hybrid` with the passage rule at `margin` and the dense score's
-    passage share at `share`; None: as shipped), then one read from the top hit's offset."""
+    """search (BM25 alone, or `hybrid` with the passages' vectors at `weight` in the choice of a
+    hit's passage and the dense score's passage share at `share`; None: as shipped), then one read
+    from the top hit's offset."""
 
     dense = kb.dense_ranker() if hybrid else None
     if hybrid and share is not None:
@@ -119,7 +119,7 @@ def sections_answerer(
         dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
 
     def answer(question: Question) -> Read | None:
-        with patched(fusion, "DENSE_PASSAGE_MARGIN", margin):
+        with patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -256,18 +256,17 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         POINTING: pointing(kb, questions, answers),
     }
     if hybrid:
-        for name, margin, share in (
+        for name, weight, share in (
             ("kbkit sections + vectors (hybrid, as shipped)", None, None),
-            ("  the same, passage: always the lexical one", math.inf, None),
-            ("  the same, passage: always the best vector's", -math.inf, None),
-            ("  the same, passage: the best vector's when it leads by 0.25", 0.25, None),
-            ("  the same, passage: the best vector's when it leads by 0.5", 0.5, None),
+            ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None),
+            ("  the same, passage: vector weight 0.3", 0.3, None),
+            ("  the same, passage: vector weight 0.5", 0.5, None),
+            ("  the same, passage: vector weight 0.7", 0.7, None),
+            ("  the same, passage: the best vector's (vector weight 1)", 1.0, None),
             ("  page score from its opening alone (passage share 0)", None, 0.0),
-            ("  passage share 0.25", None, 0.25),
-            ("  passage share 0.5", None, 0.5),
             ("  passage share 1 (the best of its passages)", None, 1.0),
         ):
-            answerer = sections_answerer(kb, hybrid=True, margin=margin, share=share)
+            answerer = sections_answerer(kb, hybrid=True, weight=weight, share=share)
             results[name] = run(answerer, questions, answers)
     results |= {
         "whole document (before: the top hit read from offset 0)": run(
