@@ -27,8 +27,12 @@ describe what is wanted without naming the member that answers ("stop a timer th
 SetTimer on a window", answered by `CWnd::KillTimer`). `--set` picks one or both (side by side);
 `--questions FILE` runs that file alone.
 
+`--subset` indexes only the folders most questions are in (SUBSET) and the questions' own pages,
+1,325 of 9,753 pages: a hybrid run then embeds a quarter of the windows. Its figures are of that
+smaller corpus (fewer pages compete for the top), to compare with each other, not with a full run.
+
     .venv/bin/python -m bench.agent_loop [--data DIR] [--set named|plain|both] [--questions FILE]
-        [--semantic] [--project DIR]
+        [--semantic] [--project DIR] [--subset]
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ PLAIN_QUESTIONS = Path(__file__).resolve().parent / "agent_loop_plain_questions.
 SETS = {"named": QUESTIONS, "plain": PLAIN_QUESTIONS}
 """The question sets `--set` chooses from: name -> file."""
 KB_FOLDER = "cpp-docs"
+SUBSET = ("docs/mfc/reference/", "docs/standard-library/")
+"""`--subset`: the folders kept (with every question's page)."""
 CHUNK_CHARS = 512 * 4
 ANSWERED_TARGET = 0.80
 MEDIAN_TOKENS_TARGET = 2000
@@ -170,6 +176,14 @@ def whole_document_answerer(kb: KnowledgeBase) -> Answerer:
         return Read(top.path, 0, len(doc.text), estimate_tokens(doc.text), estimate_tokens(result.to_dict()))
 
     return answer
+
+
+def prune(folder: Path, keep: set[str]) -> None:
+    """Delete the Markdown pages under `folder` outside SUBSET and not in `keep` (for `--subset`)."""
+    for path in folder.rglob("*.md"):
+        relative = path.relative_to(folder).as_posix()
+        if not relative.startswith(SUBSET) and relative not in keep:
+            path.unlink()
 
 
 class Chunks:
@@ -342,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--project", type=Path, help="keep the project (its index and vectors) in this folder"
     )
+    parser.add_argument(
+        "--subset", action="store_true", help="index only SUBSET's folders and the questions' pages"
+    )
     args = parser.parse_args(argv)
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
     if args.questions is not None:
@@ -354,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
         root = args.project or Path(tmp)
         if not (root / KB_FOLDER).is_dir():
             unpack(archive, root)
+            if args.subset:
+                prune(root / KB_FOLDER, {q.path for questions in question_sets.values() for q in questions})
         write_project(root, KB_FOLDER)
         if args.semantic:
             with (root / "kbkit.toml").open("a", encoding="utf-8") as config:
