@@ -65,7 +65,8 @@ class ExitCode(IntEnum):
         "a skill source's repository",
     )
     INTERNAL = 70, "an unexpected error (a bug in kbkit): one line; `kbkit --debug ...` prints the traceback"
-    INTERRUPTED = 130, "stopped with Ctrl-C"
+    INTERRUPTED = 130, "stopped with Ctrl-C (SIGINT), `serve` and `serve --http` included"
+    CLOSED_PIPE = 141, "stdout closed early (piped into `head -1`, say): output stops quietly, as with git"
 
     meaning: str
 

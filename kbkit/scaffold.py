@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,20 @@ NEXT_STEPS = (
 __all__ = ["NEXT_STEPS", "InitResult", "init_project", "starter_config"]
 
 
+MKDOCS_FILES = ("mkdocs.yml", "mkdocs.yaml")
+_DOCS_DIR = re.compile(r"""^docs_dir:\s*['"]?([^'"#\n]+?)['"]?\s*(?:#.*)?$""", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A folder that looks more like the documents than the kb folder chosen: offered, never taken."""
+
+    folder: str
+    """Relative to the project root, as --kb-path takes it."""
+    why: str
+    documents: int
+
+
 @dataclass
 class InitResult:
     config_written: bool
@@ -31,6 +47,13 @@ class InitResult:
     gitignore_changed: bool
     config_path: Path
     kb_folder: Path
+    config_existed: bool = False
+    """kbkit.toml was there before: with --force and the same text it is "unchanged", not "kept"."""
+    documents: int = 0
+    """Files in the kb folder that `kbkit index` would index."""
+    suggestion: Suggestion | None = None
+    outside: bool = False
+    """The kb folder is outside the project folder (an existing one: init creates none there)."""
 
 
 def init_project(root: Path, *, kb_path: str = "docs", force: bool = False) -> InitResult:
@@ -39,19 +62,92 @@ def init_project(root: Path, *, kb_path: str = "docs", force: bool = False) -> I
     if root.exists() and not root.is_dir():
         raise ConfigError(f"--root {root} is not a folder", fix="pass the project folder")
     config = root / CONFIG_FILE
+    existed = os.path.lexists(config)
+    kb_folder = (root / kb_path).resolve()
+    if (force or not existed) and not kb_folder.is_relative_to(root) and not kb_folder.is_dir():
+        raise ConfigError(
+            f"--kb-path {kb_path} is outside the project folder {root}, and kbkit init creates no "
+            "folder there",
+            fix="give a folder inside the project, or create the shared folder first and rerun",
+        )
     written = False
-    if force or not os.path.lexists(config):
+    if force or not existed:
         written = atomic_write_text(config, starter_config(kb_path))
-    kb_folder = root / kb_path
     created = written and not kb_folder.exists()
     if created:
         kb_folder.mkdir(parents=True)
     settings = load_settings(root)  # the file kept or written must load: say so now, not at first use
     changed = update_gitignore(root, managed_entries(settings))
+    documents = count_documents(settings.kb_path, settings.exclude_dirs)
     return InitResult(
         config_written=written,
         kb_folder_created=created,
         gitignore_changed=changed,
         config_path=config,
         kb_folder=settings.kb_path,
+        config_existed=existed,
+        documents=documents,
+        suggestion=suggest_kb_folder(root, settings.kb_path, documents, settings.exclude_dirs),
+        outside=not settings.kb_path.is_relative_to(root),
     )
+
+
+def count_documents(folder: Path, exclude_dirs: tuple[str, ...]) -> int:
+    """How many files under `folder` `kbkit index` would index (registered types, ignore rules kept)."""
+    from kbkit.kb.formats.registry import Registry
+    from kbkit.kb.ignore import IgnoreRules
+    from kbkit.kb.indexer import walk
+
+    if not folder.is_dir():
+        return 0
+    try:
+        rules = IgnoreRules.load(folder, exclude_dirs)
+    except ConfigError:
+        rules = IgnoreRules(exclude_dirs)
+    return sum(1 for _ in walk(folder, Registry(), rules))
+
+
+def suggest_kb_folder(
+    root: Path, chosen: Path, documents: int, exclude_dirs: tuple[str, ...]
+) -> Suggestion | None:
+    """The folder a documentation tool of the project names (MkDocs' docs_dir), when it is not the
+    one chosen: the one with the most documents. Only offered: kbkit init writes what it was told."""
+    best: Suggestion | None = None
+    for mkdocs in _mkdocs_files(root):
+        found = _DOCS_DIR.search(mkdocs.read_text(encoding="utf-8", errors="replace"))
+        folder = (mkdocs.parent / (found.group(1).strip() if found else "docs")).resolve()
+        if folder == chosen:
+            return None  # the chosen folder is one a documentation tool names: nothing to offer
+        if not folder.is_relative_to(root) or not folder.is_dir():
+            continue
+        count = count_documents(folder, exclude_dirs)
+        if count and (best is None or count > best.documents):
+            where = mkdocs.relative_to(root)
+            why = f"docs_dir of {where}" if found else f"MkDocs' default docs_dir beside {where}"
+            best = Suggestion(str(folder.relative_to(root)), why, count)
+    return best
+
+
+def _mkdocs_files(root: Path, depth: int = 3) -> Iterator[Path]:
+    """mkdocs.yml files at most `depth` folders down (docs/en/mkdocs.yml), outside hidden folders."""
+    folders = [root]
+    for level in range(depth + 1):
+        for folder in folders:
+            for name in MKDOCS_FILES:
+                if (folder / name).is_file():
+                    yield folder / name
+        if level == depth:
+            return
+        folders = [
+            child
+            for folder in folders
+            for child in sorted(_subfolders(folder))
+            if not child.name.startswith(".") and child.name != "node_modules"
+        ]
+
+
+def _subfolders(folder: Path) -> Iterator[Path]:
+    try:
+        yield from (entry for entry in folder.iterdir() if entry.is_dir() and not entry.is_symlink())
+    except OSError:
+        return

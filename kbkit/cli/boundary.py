@@ -5,11 +5,18 @@ command runs under) turns a `KbkitError` into `kbkit: error: <what is wrong>; <w
 the exit code its class means (kbkit.errors.ExitCode), a stray OSError into an environment
 error naming the file, and anything else into one line that says to rerun with --debug. With
 --debug (or KBKIT_DEBUG=1) the traceback comes first. Never a traceback otherwise.
+
+A reader that closes stdout early (`kbkit doctor | head -1`) is not an error: the output stops
+quietly and the exit code is 141, what a shell reports for a command stopped by SIGPIPE (git,
+coreutils), so a pipeline under `set -o pipefail` treats kbkit as it treats them.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import select
+import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
@@ -51,15 +58,50 @@ class KbkitGroup(TyperGroup):
 
     def invoke(self, ctx: Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # what is still buffered is written here, where a closed pipe is caught
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # a command's own exit code, and typer's usage errors (exit 2)
+        except BrokenPipeError as exc:
+            if not stdout_closed():
+                raise typer.Exit(self._explained(ctx, exc)) from None
+            quiet_stdout()
+            raise typer.Exit(int(ExitCode.CLOSED_PIPE)) from None
         except (Exception, KeyboardInterrupt) as exc:
-            line, code = explain(exc)
-            if ctx.params.get("debug"):
-                traceback.print_exception(exc)
-            typer.echo(line, err=True)
-            raise typer.Exit(int(code)) from None
+            raise typer.Exit(self._explained(ctx, exc)) from None
+
+    @staticmethod
+    def _explained(ctx: Context, exc: BaseException) -> int:
+        """Print the one line for `exc` (the traceback first with --debug); return the exit code."""
+        line, code = explain(exc)
+        if ctx.params.get("debug"):
+            traceback.print_exception(exc)
+        typer.echo(line, err=True)
+        return int(code)
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe nobody reads any more (its reader exited), rather than some other
+    pipe kbkit wrote to breaking: poll reports an error on a write end whose read end is closed."""
+    try:
+        fd = sys.__stdout__.fileno() if sys.__stdout__ is not None else 1
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so what is still buffered is dropped when the interpreter
+    flushes at exit instead of raising there ("Exception ignored ... BrokenPipeError")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+    finally:
+        os.close(devnull)
 
 
 def exit_code_table() -> str:

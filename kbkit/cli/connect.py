@@ -18,7 +18,8 @@ def connect(
     ],
     root: RootOption = None,
 ) -> None:
-    """Relay stdio to a remote kb server, with MCP_TOKEN from the environment or .env.local."""
+    """Relay stdio to a remote kb server, sending KBKIT_TOKEN (your personal token), else MCP_TOKEN
+    (the team's shared one), each from the environment, else .env.local."""
     from kbkit.server.relay import run
 
     # The relay is its own process boundary: every failure is one stderr line and an exit code.

@@ -24,7 +24,7 @@ def index(
     ] = False,
 ) -> None:
     """Bring the index up to date with the kb folder (incremental); with hybrid search on, embed too."""
-    from kbkit.diagnostics import describe_scan
+    from kbkit.diagnostics import describe_excluded, describe_scan
     from kbkit.kb.fields import describe_cap
 
     _, kb = open_kb(root, deep=True)
@@ -42,10 +42,16 @@ def index(
         if embedded is not None:
             typer.echo(f"search: hybrid, {embedded.total} of {report.documents} documents embedded")
         if skipped:
+            listed = 0
             for path, reason in kb.store.skipped():
                 typer.echo(f"  skipped {path}: {reason}")
+                listed += 1
             for path, size in kb.store.partly_indexed():
                 typer.echo(f"  indexed in part {path}: {size} bytes of text, {describe_cap()}")
+                listed += 1
+            if not listed:
+                typer.echo("  nothing skipped: every file of a registered type is indexed whole")
+            typer.echo(f"  {describe_excluded(report)}")
     finally:
         kb.close()
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import Annotated
 
 import typer
 
-from kbkit.cli.common import RootOption, open_kb, stderr_line
-from kbkit.errors import InputError
+from kbkit.cli.common import RootOption, open_kb
+from kbkit.errors import ExitCode, InputError
 
 
 def serve(
@@ -20,25 +21,34 @@ def serve(
     ] = None,
     no_watch: Annotated[bool, typer.Option("--no-watch", help="Do not reindex as files change.")] = False,
     log_format: Annotated[
-        str, typer.Option("--log-format", help="HTTP audit lines on stderr: text or json (one per request).")
+        str,
+        typer.Option(
+            "--log-format",
+            help="kbkit's stderr lines (boot, status; over HTTP one audit line per request): text or json.",
+        ),
     ] = "text",
 ) -> None:
-    """Serve the kb to agents: over stdio (what agents' configs run), or over HTTP with --http."""
+    """Serve the kb to agents: over stdio (what agents' configs run), or over HTTP with --http.
+
+    Ctrl-C (SIGINT) stops it with exit code 130; on stdio, the end of stdin stops it with 0."""
     import anyio
 
-    from kbkit.diagnostics import boot_lines, memory_line, run_checks
+    from kbkit.diagnostics import PREFIX, boot_lines, memory_line, run_checks
+    from kbkit.server.auth.audit import LOG_FORMATS
     from kbkit.server.factory import create_server
+    from kbkit.server.logs import status_writer
 
+    if log_format not in LOG_FORMATS:
+        raise InputError(f"--log-format {log_format!r} is not known", fix="use text or json")
+    say = status_writer(log_format)
     settings, kb = open_kb(root, deferred=True)  # the index is opened in the background (docs/adr/0012)
     sock = None
+    interrupted = False
     try:
         plan = None
         if http:
-            from kbkit.server.auth.audit import LOG_FORMATS
             from kbkit.server.http import bind, plan_http
 
-            if log_format not in LOG_FORMATS:
-                raise InputError(f"--log-format {log_format!r} is not known", fix="use text or json")
             plan = plan_http(settings, host, port, "json" if log_format == "json" else "text")
             sock = bind(plan)  # before any line says the server is up
             # with --port 0 the system picked the port: the boot line names it, so whoever
@@ -46,7 +56,7 @@ def serve(
             plan = replace(plan, port=sock.getsockname()[1])
         attach_memory = plan is None or settings.http.memory
         watch = settings.watch and not no_watch
-        server = create_server(kb, attach_memory=attach_memory, watch=watch, report=stderr_line)
+        server = create_server(kb, attach_memory=attach_memory, watch=watch, report=say)
         lines = boot_lines(
             settings,
             transport="http" if plan else "stdio",
@@ -57,28 +67,34 @@ def serve(
             memory=memory_line(settings, server.memory, over_http=plan is not None),
             search=kb.describe_search()[1],
         )
-        kb.embed_in_background(log=stderr_line)
-        lines += [
-            f"[kbkit] {f.line()}"
-            for f in run_checks(settings.root, settings=settings, only_boot=True)
-            if f.status != "ok"
-        ]
+        kb.embed_in_background(log=say)
+        checks = run_checks(settings.root, settings=settings, only_boot=True)
+        lines += [finding.line() for finding in checks if finding.status != "ok"]
+        if plan is None and sys.stdin.isatty():  # started by hand: say what it is waiting for
+            lines.append(
+                "stdio: waiting for an MCP client on stdin (agents start kbkit serve themselves); "
+                "Ctrl-C stops it"
+            )
         for line in lines:
-            typer.echo(line, err=True)
+            say(line.removeprefix(PREFIX + " "))
         try:
             if plan is not None and sock is not None:  # bound together above
                 from kbkit.server.http import serve_http
 
-                anyio.run(serve_http, server, plan, sock)
+                interrupted = anyio.run(serve_http, server, plan, sock)
             else:
                 from kbkit.server.stdio import serve_stdio
 
                 anyio.run(serve_stdio, server)
         except KeyboardInterrupt:
-            pass
+            interrupted = True
     finally:
         if sock is not None:
             sock.close()
         kb.close()
     if plan is not None:
-        typer.echo("[kbkit] stopped: in-flight requests finished, index closed", err=True)
+        say("stopped: in-flight requests finished, index closed")
+    elif interrupted:
+        say("stopped (Ctrl-C)")
+    if interrupted:
+        raise typer.Exit(ExitCode.INTERRUPTED)

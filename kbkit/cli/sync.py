@@ -16,7 +16,15 @@ def sync(
     root: RootOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the diffs; write nothing.")] = False,
     check: Annotated[
-        bool, typer.Option("--check", help="Exit 1 when anything is out of date, missing or hand-edited.")
+        bool,
+        typer.Option(
+            "--check",
+            help=(
+                "Write nothing; exit 1 when a client config is missing, out of date or edited by hand, "
+                "the .gitignore block is out of date, a generated file is not ignored by git, "
+                "or a skill is missing or changed (skills: what kbkit skills check finds)."
+            ),
+        ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     only: Annotated[list[str] | None, typer.Option("--only", help="Only this client (repeatable).")] = None,
@@ -50,7 +58,9 @@ def sync(
         width = max([len(label) for label in labels] + [6])
         path_width = max([len(o.path) for o in report.outcomes] + [4])
         for label, outcome in zip(labels, report.outcomes, strict=True):
-            action = outcome.action + (f" ({outcome.reason})" if outcome.reason else "")
+            about = [outcome.what] if outcome.what and not (outcome.reason or "").startswith("pre-") else []
+            about += [outcome.reason] if outcome.reason else []  # what the line is about, and why
+            action = outcome.action + (f" ({'; '.join(about)})" if about else "")
             step = f"  -> {outcome.next_step}" if outcome.next_step else ""
             typer.echo(f"{label:<{width}}  {outcome.path:<{path_width}}  {action}{step}")
         typer.echo(f".gitignore: kbkit block {report.gitignore}")

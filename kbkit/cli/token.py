@@ -55,12 +55,15 @@ def token_list(
     """The tokens: name, scope, created, expiry, last use. Never a token."""
     from kbkit.server.auth.tokens import now_utc, read_tokens
 
-    records, _ = read_tokens(_path(root))
+    path = _path(root)
+    records, _ = read_tokens(path)
     now = now_utc()
     rows = [r.public(now) for r in records]
     if as_json:
         typer.echo(json.dumps({"version": 1, "tokens": rows}, indent=2))
         return
+    if not rows:
+        typer.echo(f"[kbkit] no tokens in {path}; kbkit token create NAME makes one", err=True)
     for row in rows:
         typer.echo(
             f"{row['name']}  {row['scope']}  created {row['created']}  "

@@ -12,28 +12,26 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from dotenv import dotenv_values
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from kbkit.config.fields import Invalid, Section, nearest
 from kbkit.config.model import (
     Http,
-    Invalid,
     Kb,
     KbkitConfig,
     Memory,
     Search,
-    Section,
     Server,
     Skills,
     Sync,
-    TeamServer,
     keys,
-    nearest,
     section_at,
     sections,
 )
+from kbkit.config.servers import TeamServer
 from kbkit.errors import ConfigError
 from kbkit.fsutil import read_text_file
 
@@ -201,6 +199,21 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
         sources=tuple(sources),
         origins=origins,
     )
+
+
+def check_option(option: str, dotted: str, value: object) -> None:
+    """A command-line value that stands in for a config key (`--port` for server.http.port),
+    checked by that key's own rule in the model: the same limits, the same one-line message."""
+    *parents, name = dotted.split(".")
+    section = _section_at(tuple(parents))
+    assert section is not None and name in section.model_fields, dotted
+    info = section.model_fields[name]
+    try:
+        rule: Any = Annotated[info.annotation, *info.metadata]  # the key's type and its limits
+        TypeAdapter(rule).validate_python(value)
+    except ValidationError as exc:
+        error = {**exc.errors()[0], "loc": (*parents, name)}
+        raise _translate(error, {dotted: Path(option)}) from None
 
 
 def _kb_folder(root: Path, value: str, file: str) -> Path:

@@ -29,6 +29,19 @@ def describe_scan(report: ScanReport) -> str:
     return "; ".join(part for part in parts if part)
 
 
+def describe_excluded(report: ScanReport) -> str:
+    """What the ignore rules kept out of the index, counted (they bound indexing, not reading)."""
+    folders, files = report.excluded["folders"], report.excluded["files"]
+    if not folders and not files:
+        return "excluded by .kbignore and [kb] exclude_dirs: nothing"
+    counted = [f"{folders} folder{'s' * (folders != 1)}"] if folders else []
+    counted += [f"{files} file{'s' * (files != 1)}"] if files else []
+    return (
+        f"excluded by .kbignore and [kb] exclude_dirs: {' and '.join(counted)} "
+        "(not searched; get_document still reads them)"
+    )
+
+
 def describe_held(peek: Peek) -> str:
     """What the index holds as a server starts, before it is brought up to date."""
     if peek.documents is not None:
@@ -46,7 +59,7 @@ def boot_lines(
     tools: Iterable[str],
     http: Iterable[str] = (),
     watching: bool = False,
-    memory: str = "memory: off (not configured: add a [memory] section with url to kbkit.toml)",
+    memory: str = "",
     search: str = "",
 ) -> list[str]:
     """What `kbkit serve` says before it answers: `held`, what the index holds already (counted
@@ -64,7 +77,7 @@ def boot_lines(
         f"parsers: {', '.join(settings.parsers)}",
         *([search] if search else []),
         f"tools: {', '.join(tools) or 'none ([server] tools is empty)'}",
-        memory,
+        memory or memory_line(settings, None, over_http=False),
     ]
     return [f"{PREFIX} {line}" for line in lines]
 
@@ -77,7 +90,10 @@ def memory_line(settings: Settings, proxy: MemoryProxy | None, *, over_http: boo
             "to attach it to this shared server)"
         )
     if proxy is None:
-        return "memory: off (not configured: add a [memory] section with url to kbkit.toml)"
+        from kbkit.server.memory import not_configured
+
+        what, fix, _ = not_configured(settings.memory, settings.root)
+        return f"memory: off ({what}: {fix})"
     line = proxy.status.line()
     if over_http and proxy.enabled:
         line += "; WARNING: attached over HTTP, every caller shares one memory bank"

@@ -11,7 +11,12 @@ def check_memory(ctx: Context) -> list[Finding]:
         return []
     memory = ctx.settings.memory
     if not memory.configured:
-        return ok("memory", "off: no [memory] section (session memory is optional)")
+        from kbkit.server.memory import not_configured
+
+        what, fix, mistaken = not_configured(memory, ctx.settings.root)
+        if not mistaken:
+            return ok("memory", f"off: {what}")
+        return [Finding("memory", "warn", f"off: {what}", fix)]
     waiting = _memory_trust(ctx.settings)
     if waiting:
         return waiting + _memory_bank(memory)

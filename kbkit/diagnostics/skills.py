@@ -9,8 +9,13 @@ from kbkit.errors import KbkitError
 def check_skills(ctx: Context) -> list[Finding]:
     if ctx.settings is None:
         return []
-    from kbkit.skills.install import check
+    import os
 
+    from kbkit.skills.install import check
+    from kbkit.skills.lock import LOCK_FILE
+
+    if not os.path.lexists(ctx.settings.root / LOCK_FILE):  # nothing locked: nothing was verified
+        return ok("skills", f"no {LOCK_FILE}: no team skills to check (kbkit skills add SOURCE starts one)")
     try:
         report = check(ctx.settings)
     except KbkitError as exc:

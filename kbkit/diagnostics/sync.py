@@ -30,7 +30,18 @@ def check_sync(ctx: Context) -> list[Finding]:
             Finding("sync", "warn", problem, "run kbkit sync (kbkit sync --force for hand edits)")
             for problem in report.problems
         ] + steps
-    return ok("sync", f"{len(report.outcomes)} client configs fresh and ignored by git") + steps
+    from kbkit.sync.gitignore import NOT_A_WORK_TREE, in_git_work_tree
+
+    grants = sum(1 for outcome in report.outcomes if outcome.what)
+    servers = sum(1 for outcome in report.outcomes if outcome.server and not outcome.what)
+    configs = len(report.outcomes) - grants - servers
+    counted = [f"{configs} client config{'s' * (configs != 1)}"]
+    counted += [f"{servers} team server entr{'ies' if servers != 1 else 'y'}"] if servers else []
+    counted += [f"{grants} tool pre-approval{'s' * (grants != 1)}"] if grants else []
+    fresh = ", ".join(counted[:-1]) + " and " + counted[-1] if len(counted) > 1 else counted[0]
+    if not in_git_work_tree(ctx.settings.root):  # nothing to ask git: say so, never "ignored"
+        return ok("sync", f"{fresh} fresh; {NOT_A_WORK_TREE}") + steps
+    return ok("sync", f"{fresh} fresh and ignored by git") + steps
 
 
 def _entries(settings: Settings) -> list[tuple[Client, Any]]:

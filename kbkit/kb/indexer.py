@@ -22,7 +22,7 @@ from kbkit.errors import DocumentRefused
 from kbkit.kb import fields
 from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
 from kbkit.kb.formats.registry import Registry, extension_of
-from kbkit.kb.ignore import IgnoreRules
+from kbkit.kb.ignore import KBIGNORE, IgnoreRules
 from kbkit.kb.store import SqliteError, Store, index_error
 
 BATCH_SIZE = 500
@@ -52,6 +52,9 @@ class ScanReport:
     """Set when this scan found (and finished) an earlier scan that was killed midway."""
     stopped: bool = False
     """Set when the scan was told to stop: what it did is committed, the next scan does the rest."""
+    excluded: Counter[str] = field(default_factory=Counter)
+    """What `.kbignore` and `[kb] exclude_dirs` kept out: "folders" (not looked into) and "files"
+    (with a registered extension), so `kbkit index --skipped` can say what the rules took."""
 
     @property
     def touched(self) -> bool:
@@ -113,11 +116,13 @@ def scan(
                 f"an earlier indexing run ({marker[0]}) was cut off; its committed batches were kept"
             )
         known, skipped = store.stats(conn)
-        seen = list(walk(kb_root, registry, rules))
+        seen = list(walk(kb_root, registry, rules, report.excluded))
         work, gone_docs, gone_skips = stale(seen, known, skipped)
         report.unchanged = len(seen) - len(work)
         if work or gone_docs or gone_skips or marker is not None:
             _apply(conn, kb_root, registry, work, known, gone_docs, gone_skips, report, progress, stop)
+            if gone_docs or work:
+                store.reclaim(conn, removed=report.removed, before=len(known))  # much freed: give it back
         report.documents = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
         for reason, count in conn.execute("SELECT reason_code, count(*) FROM skipped GROUP BY reason_code"):
             report.skip_reasons[reason] = count
@@ -131,8 +136,11 @@ def scan(
     return report
 
 
-def walk(kb_root: Path, registry: Registry, rules: IgnoreRules) -> Iterator[_Seen]:
-    """Every file the index should hold: registered extension, not ignored, not a link, in size."""
+def walk(
+    kb_root: Path, registry: Registry, rules: IgnoreRules, excluded: Counter[str] | None = None
+) -> Iterator[_Seen]:
+    """Every file the index should hold: registered extension, not ignored, not a link, in size.
+    `excluded` counts what the ignore rules kept out ("folders", "files")."""
     extensions = set(registry.extensions)
     stack = [("", str(kb_root))]
     while stack:
@@ -152,12 +160,13 @@ def walk(kb_root: Path, registry: Registry, rules: IgnoreRules) -> Iterator[_See
             if stat.S_ISDIR(info.st_mode):
                 if not rules.skips_dir(rel, entry.name):
                     stack.append((rel, entry.path))
-            elif (
-                stat.S_ISREG(info.st_mode)
-                and extension_of(entry.name) in extensions
-                and not rules.skips_file(rel)
-            ):
-                yield _Seen(rel, info.st_size, info.st_mtime_ns)
+                elif excluded is not None:
+                    excluded["folders"] += 1
+            elif stat.S_ISREG(info.st_mode) and extension_of(entry.name) in extensions:
+                if not rules.skips_file(rel):
+                    yield _Seen(rel, info.st_size, info.st_mtime_ns)
+                elif excluded is not None and rel != KBIGNORE:
+                    excluded["files"] += 1
 
 
 def _is_utf8(name: str) -> bool:

@@ -15,26 +15,16 @@ import os
 import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
-from kbkit.kb import passages, segment
 from kbkit.kb.fields import (
-    COLUMNS,
-    FTS_COLUMNS,
-    capped,
-    count_references,
-    insert,
     partly_indexed_sql,
-    record_references,
-    references,
-    remove,
 )
-from kbkit.kb.formats.registry import outline_of
+from kbkit.kb.schema import MIGRATIONS, RESEGMENTED, SCHEMA_VERSION, schema
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -85,166 +75,18 @@ class Deadline:
         self._conn.set_progress_handler(None, 0)
 
 
-SCHEMA_VERSION = 7
-"""3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
-file names each document refers to) and the referenced table (how many documents refer to each).
-5: the passages and passages_fts tables (each document's sections). 6: each vector row's start
-offset and token hash (`embeddings.start`, `embeddings.key`). 7: the segmented columns and the
-tokenizer keeping combining marks (kbkit/kb/segment.py: Chinese, Japanese, Korean, Thai). Older
-files are upgraded (MIGRATIONS) or rebuilt."""
-RESEGMENTED = (
-    "the full-text index was rebuilt from the stored text to find words in Chinese, Japanese, "
-    "Korean and Thai (once, after an upgrade)"
-)
 FTS_TABLES = ("documents_fts", "passages_fts")
 """The full-text tables FTS5's integrity check reads."""
 LOCK_WAIT_SECONDS = 120.0
 """How long a process waits for another one's indexing before giving up on its own scan."""
 BUSY_TIMEOUT_MS = 10_000
+RECLAIM_SHARE = 0.25
+"""Free pages past this share of the file are given back to the file system after a scan."""
+RECLAIM_MIN_BYTES = 1024 * 1024
+"""...in a file at least this large: a small index is not rewritten for a few pages."""
 PEEK_SECONDS = 0.25
 """The most a server start spends counting the documents an index already holds (`Store.peek`)
 before it answers: counting is linear in the index (about 4 ms for 10,000 documents)."""
-
-_MENTIONS = """
-CREATE TABLE IF NOT EXISTS mentions (
-    doc_id      INTEGER PRIMARY KEY,
-    names       TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS referenced (
-    name        TEXT PRIMARY KEY,
-    documents   INTEGER NOT NULL
-) WITHOUT ROWID;
-"""
-
-
-def _statements(conn: sqlite3.Connection, script: str) -> None:
-    """Run each statement of `script` inside the caller's transaction (executescript would commit it)."""
-    for statement in script.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
-
-def _add_mentions(conn: sqlite3.Connection) -> None:
-    """Schema 3 -> 4: the mentions and referenced tables, filled from the indexed text (vectors and
-    all else kept)."""
-    _statements(conn, _MENTIONS)
-    rows = conn.execute("SELECT d.id, d.path, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
-    counts: Counter[str] = Counter()
-    for doc_id, path, body in rows.fetchall():
-        record_references(conn, doc_id, references(path, body or ""), counts)
-    count_references(conn, counts)
-
-
-def _add_passages(conn: sqlite3.Connection) -> None:
-    """Schema 4 -> 5: the passages of every document, found again from its indexed text (vectors
-    kept). A PDF's page breaks are not in its text: PDFs are dropped, and the next scan adds them
-    back as new documents."""
-    _statements(conn, passages.schema())
-    passages.clear(conn)
-    counts: Counter[str] = Counter()
-    rows = conn.execute("SELECT d.id, d.ext, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
-    for doc_id, ext, body in rows.fetchall():
-        outline = outline_of(ext, body or "")
-        if outline is None:
-            remove(conn, doc_id, counts)
-            conn.execute("DELETE FROM embeddings WHERE doc_id = ?", (doc_id,))
-            conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-        else:
-            passages.write(conn, doc_id, capped(body or ""), outline)
-    count_references(conn, counts)
-
-
-_EMBEDDING_KEYS = "CREATE INDEX IF NOT EXISTS embeddings_key ON embeddings (key)"
-
-
-def _add_chunk_offsets(conn: sqlite3.Connection) -> None:
-    """Schema 5 -> 6: where each embedded chunk starts and the hash of its tokens. The rows kept
-    are of the older text view: the next embedding pass replaces them."""
-    conn.execute("ALTER TABLE embeddings ADD COLUMN start INTEGER NOT NULL DEFAULT 0")
-    conn.execute("ALTER TABLE embeddings ADD COLUMN key BLOB")
-    conn.execute(_EMBEDDING_KEYS)
-
-
-def _resegment(conn: sqlite3.Connection) -> None:
-    """Schema 6 -> 7: both full-text tables made again with the new tokenizer and the segmented
-    columns, from the text the documents table's FTS row stores (passages and vectors kept)."""
-    rows = conn.execute(f"SELECT rowid, {', '.join(COLUMNS)} FROM documents_fts").fetchall()
-    conn.execute("DROP TABLE documents_fts")
-    conn.execute("DROP TABLE passages_fts")
-    _statements(conn, _fts_schema() + passages.schema())
-    for doc_id, *values in rows:
-        insert(conn, doc_id, tuple(value or "" for value in values))
-        passages.reindex(conn, doc_id, values[-1] or "")
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    3: _add_mentions,
-    4: _add_passages,
-    5: _add_chunk_offsets,
-    6: _resegment,
-}
-"""Schema version -> the step to the next one, for changes that need no rescan (or re-embedding)."""
-
-
-def _fts_schema() -> str:
-    return f"""
-CREATE VIRTUAL TABLE IF NOT EXISTS documents_fts USING fts5(
-    {", ".join(FTS_COLUMNS)},
-    tokenize = "{segment.tokenizer()}"
-);
-"""
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS documents (
-    id          INTEGER PRIMARY KEY,
-    path        TEXT NOT NULL UNIQUE,
-    ext         TEXT NOT NULL,
-    size        INTEGER NOT NULL,
-    mtime_ns    INTEGER NOT NULL,
-    sha256      TEXT NOT NULL,
-    title       TEXT NOT NULL,
-    text_size   INTEGER NOT NULL,
-    indexed_at  TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS skipped (
-    path        TEXT PRIMARY KEY,
-    ext         TEXT NOT NULL,
-    size        INTEGER NOT NULL,
-    mtime_ns    INTEGER NOT NULL,
-    reason_code TEXT NOT NULL,
-    reason      TEXT NOT NULL
-);
-{fts}
-{mentions}
-{passages}
-CREATE TABLE IF NOT EXISTS embeddings (
-    doc_id      INTEGER NOT NULL,
-    chunk       INTEGER NOT NULL,
-    sha256      TEXT NOT NULL,
-    model       TEXT NOT NULL,
-    vector      BLOB NOT NULL,
-    start       INTEGER NOT NULL DEFAULT 0,
-    key         BLOB,
-    PRIMARY KEY (doc_id, chunk)
-);
-{keys};
-CREATE TABLE IF NOT EXISTS meta (
-    key   TEXT PRIMARY KEY,
-    value TEXT NOT NULL
-);
-PRAGMA user_version = {version};
-"""
-
-
-def _schema() -> str:
-    return _SCHEMA.format(
-        fts=_fts_schema(),
-        mentions=_MENTIONS,
-        passages=passages.schema(),
-        keys=_EMBEDDING_KEYS,
-        version=SCHEMA_VERSION,
-    )
 
 
 @dataclass(frozen=True)
@@ -285,13 +127,17 @@ class Store:
         store.prepare(deep=deep)
         return store
 
-    def connect(self) -> sqlite3.Connection:
-        """A new connection in autocommit mode; callers BEGIN their own transactions."""
+    def connect(self, *, new: bool = False) -> sqlite3.Connection:
+        """A new connection in autocommit mode; callers BEGIN their own transactions. `new`: the
+        file is being created, and is made with incremental vacuum on (`reclaim` needs it, and
+        SQLite takes it only before the first table, and before the switch to WAL)."""
         try:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if new:
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
         except SqliteError as exc:
@@ -579,10 +425,43 @@ class Store:
                 )
         return None
 
+    def reclaim(self, conn: sqlite3.Connection, *, removed: int = 0, before: int = 0) -> bool:
+        """Shrink the file once much of it is no longer used: SQLite keeps freed pages, and FTS5
+        keeps a removed document's entries in its segments until they are merged, so an index that
+        went from 1,660 documents to 155 stayed at its old size. When RECLAIM_SHARE of the file is
+        free, or of the `before` documents `removed` left: merge the FTS5 segments, then give the
+        free pages back (incremental vacuum; a file made before that was the default is rewritten
+        once by VACUUM). On the writer's connection, under the writer lock, outside a transaction.
+        True when it reclaimed."""
+
+        def pages() -> tuple[int, int, int]:
+            size, count, free = (
+                int(conn.execute(f"PRAGMA {name}").fetchall()[0][0])  # fetchall: no statement left open
+                for name in ("page_size", "page_count", "freelist_count")
+            )
+            return size, count, free
+
+        page_size, count, free = pages()
+        many_gone = before > 0 and removed >= before * RECLAIM_SHARE
+        if count * page_size < RECLAIM_MIN_BYTES or not (many_gone or free >= count * RECLAIM_SHARE):
+            return False
+        for table in FTS_TABLES:  # a merge drops the removed documents' entries: more pages free
+            conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
+        page_size, count, free = pages()
+        if free * page_size < RECLAIM_MIN_BYTES / 4:
+            return False
+        if int(conn.execute("PRAGMA auto_vacuum").fetchall()[0][0]) == 2:  # incremental
+            conn.executescript("PRAGMA incremental_vacuum;")  # stepped to the end (one step frees one page)
+        else:
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")  # VACUUM applies it: next time, no rewrite
+            conn.execute("VACUUM")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()  # the file itself shrinks here
+        return True
+
     def _create(self) -> None:
-        conn = self.connect()
+        conn = self.connect(new=True)
         try:
-            conn.executescript(f"BEGIN IMMEDIATE;\n{_schema()}\nCOMMIT;")  # all of it or none
+            conn.executescript(f"BEGIN IMMEDIATE;\n{schema()}\nCOMMIT;")  # all of it or none
         except SqliteError as exc:
             raise index_error(exc, "cannot create the index", self.path) from None
         finally:

@@ -40,7 +40,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kbkit.catalog.clients import TOKEN_VAR
-from kbkit.config import Settings
+from kbkit.config import Settings, check_option
 from kbkit.errors import ConfigError, EnvironmentProblem
 from kbkit.server.auth.audit import LogFormat
 from kbkit.server.auth.plan import AuthPlan, plan_auth
@@ -144,6 +144,8 @@ def plan_http(
 ) -> HttpPlan:
     """Decide the bind and the gate, or refuse to start with the fix."""
     host = host or settings.http.host
+    if port is not None:
+        check_option("--port", "server.http.port", port)  # the config key's own range, and its message
     port = settings.http.port if port is None else port
     token = settings.env.get(TOKEN_VAR) or None
     loopback = is_loopback(host)
@@ -268,13 +270,16 @@ class _GracefulServer(uvicorn.Server):
     serving while /healthz answers 503, and its tick ends the loop once the drain is over. A second
     SIGTERM, or a SIGINT, stops at once. uvicorn re-raises a caught signal after its graceful
     shutdown, which would kill the process before our own cleanup (closing the index) runs; forget
-    the signal instead, so `kbkit serve --http` ends with exit code 0 after a clean shutdown."""
+    the signal instead: `kbkit serve --http` then ends with exit code 0 after a clean shutdown on
+    SIGTERM, and 130 after one on SIGINT (`interrupted`), as for every command stopped with Ctrl-C."""
 
     def __init__(self, config: uvicorn.Config, drain: Drain) -> None:
         super().__init__(config)
         self.drain = drain
+        self.interrupted = False
 
     def handle_exit(self, sig: int, frame: Any) -> None:
+        self.interrupted = self.interrupted or sig == signal.SIGINT
         first_term = sig == signal.SIGTERM and not self.drain.draining and not self.should_exit
         if first_term and self.drain.seconds > 0:
             self.drain.start()
@@ -327,10 +332,10 @@ def bind(plan: HttpPlan) -> socket.socket:
     return sock
 
 
-async def serve_http(server: Server[Any], plan: HttpPlan, sock: socket.socket) -> None:
+async def serve_http(server: Server[Any], plan: HttpPlan, sock: socket.socket) -> bool:
     """Serve on `sock` (from `bind`) until SIGINT/SIGTERM. SIGTERM first drains for
     `plan.drain_seconds` (module docstring); then notification streams end and requests in flight
-    get their responses (for up to GRACEFUL_SECONDS) before it stops."""
+    get their responses (for up to GRACEFUL_SECONDS) before it stops. True when SIGINT stopped it."""
     raise_open_file_limit()
     # sse-starlette ends every SSE response as soon as uvicorn sees a signal, and 2025-11-25
     # replies are SSE responses: a request in flight would lose its answer. Listener streams are
@@ -353,9 +358,11 @@ async def serve_http(server: Server[Any], plan: HttpPlan, sock: socket.socket) -
         timeout_graceful_shutdown=GRACEFUL_SECONDS,
         server_header=False,
     )
-    handler = install_stderr_log()
+    handler = install_stderr_log(log_format=plan.auth.log_format if plan.auth else "text")
+    graceful = _GracefulServer(config, drain)
     try:
-        await _GracefulServer(config, drain).serve(sockets=[sock])
+        await graceful.serve(sockets=[sock])
+        return graceful.interrupted
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()

@@ -14,12 +14,14 @@ more than MAX_MESSAGE characters of a message, so a 16 KiB header never reaches 
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TextIO
 
 REPEAT_INTERVAL = 10.0
@@ -104,7 +106,12 @@ class RateLimitedHandler(logging.StreamHandler[TextIO]):
 
 
 class OneLineFormatter(logging.Formatter):
-    """`[kbkit] (logger) message (exception)`: a traceback would turn one event into a dozen lines."""
+    """`[kbkit] (logger) message (exception)`: a traceback would turn one event into a dozen lines.
+    With `log_format` "json", the same line as a `status_line` JSON object."""
+
+    def __init__(self, log_format: str = "text") -> None:
+        super().__init__()
+        self.log_format = log_format
 
     def format(self, record: logging.LogRecord) -> str:
         message = record.getMessage()
@@ -113,13 +120,35 @@ class OneLineFormatter(logging.Formatter):
         if len(message) > MAX_MESSAGE:
             message = f"{message[:MAX_MESSAGE]}... ({len(message) - MAX_MESSAGE} more characters)"
         source = "" if record.name.startswith("kbkit") else f"({record.name}) "
-        return f"[kbkit] {source}{message}{getattr(record, 'held_back', '')}".replace("\n", " ")
+        line = f"{source}{message}{getattr(record, 'held_back', '')}".replace("\n", " ")
+        return status_line(line, self.log_format)
 
 
-def install_stderr_log(level: int = logging.WARNING) -> logging.Handler:
+def install_stderr_log(level: int = logging.WARNING, log_format: str = "text") -> logging.Handler:
     """Route every warning in the process to stderr through the rate limit. The caller removes and
     closes the handler when serving ends (closing prints what was still held back)."""
     handler = RateLimitedHandler()
+    handler.setFormatter(OneLineFormatter(log_format))
     handler.setLevel(level)
     logging.getLogger().addHandler(handler)
     return handler
+
+
+def status_line(line: str, log_format: str = "text") -> str:
+    """One of `kbkit serve`'s own lines (boot, status, stop) as stderr shows it: `[kbkit] line`,
+    or with `--log-format json` one JSON object, as the audit lines are, so a log shipper reads
+    every line the server writes."""
+    if log_format != "json":
+        return f"[kbkit] {line}"
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return json.dumps({"event": "status", "time": stamp, "message": line}, separators=(",", ":"))
+
+
+def status_writer(log_format: str = "text") -> Callable[[str], None]:
+    """Writes `status_line`s to stderr, each flushed at once (a supervisor reads them live)."""
+
+    def write(line: str) -> None:
+        sys.stderr.write(status_line(line, log_format) + "\n")
+        sys.stderr.flush()
+
+    return write

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbkit.config import ENV_FILE, Settings, read_env_file
-from kbkit.config.model import TeamServer
+from kbkit.config.servers import TeamServer
 from kbkit.config.variables import Unset, substitute, substitute_all
 from kbkit.errors import ConfigError, EnvironmentProblem, ExitCode
 

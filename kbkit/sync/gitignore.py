@@ -100,6 +100,14 @@ def read_gitignore(root: Path) -> str:
     return read_text_file(root / ".gitignore", fix="then rerun kbkit") or ""
 
 
+NOT_A_WORK_TREE = (
+    "not a git work tree, so nothing was checked against git: the .gitignore block is written, and "
+    "keeps the generated files (client configs with this machine's paths, .kbkit/, .env.local) out "
+    "of commits once this folder is in a git repository"
+)
+"""What `kbkit sync` and `kbkit doctor` say outside git, instead of calling the files ignored."""
+
+
 def in_git_work_tree(root: Path) -> bool:
     try:
         result = subprocess.run(

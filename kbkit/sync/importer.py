@@ -31,7 +31,7 @@ from pydantic import ValidationError
 
 from kbkit.catalog.clients import CLIENTS, Client
 from kbkit.config import CONFIG_FILE, ENV_FILE, Settings, load_settings, read_env_file
-from kbkit.config.model import SERVER_NAME, URL_SECRET_WORDS, TeamServer
+from kbkit.config.servers import SERVER_NAME, URL_SECRET_WORDS, TeamServer
 from kbkit.config.tomledit import set_entry
 from kbkit.errors import ConfigError, SyncRefused, TomlEditError
 from kbkit.fsutil import atomic_write_text, read_text_file

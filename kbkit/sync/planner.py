@@ -21,6 +21,7 @@ from kbkit.fsutil import atomic_write_text, read_text_file
 from kbkit.sync import preapprove
 from kbkit.sync.adopt import take_out_of_git
 from kbkit.sync.gitignore import (
+    NOT_A_WORK_TREE,
     block_is_current,
     in_git_work_tree,
     managed_entries,
@@ -39,6 +40,10 @@ SECRET_MIN_LENGTH = 8
 RERUN = "then rerun kbkit sync"
 
 
+PREAPPROVAL = "tool pre-approval"
+"""What a sync line about a pre-approval says it is (the kb tools allowed without asking)."""
+
+
 @dataclass
 class Outcome:
     client: str
@@ -49,6 +54,8 @@ class Outcome:
     next_step: str | None = None
     server: str | None = None
     """A team server's name, for its entry's outcome (None: the kb entry, a pre-approval)."""
+    what: str | None = None
+    """What the line is about when it is not an entry: "tool pre-approval"."""
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -215,6 +222,8 @@ def sync(
         )
     )
     git = in_git_work_tree(root)
+    if not git:
+        report.notes.append(NOT_A_WORK_TREE)
     if mode == "check":
         from kbkit.skills.install import check as check_skills  # only --check needs the skills kit
 
@@ -332,12 +341,13 @@ def _place_grant(
     client = CLIENTS[grant.client]
     if owned is None:
         step = "fix it by hand, or set [sync] preapprove = false in kbkit.toml"
-        return Outcome(grant.client, grant.path, "conflict", f"pre-approval: {reason}", step)
+        why = f"pre-approval: {reason}"
+        return Outcome(grant.client, grant.path, "conflict", why, step, what=PREAPPROVAL)
     new_owned[grant.owner] = owned
     if handle.config.text == before:
-        return Outcome(grant.client, grant.path, "unchanged")
+        return Outcome(grant.client, grant.path, "unchanged", what=PREAPPROVAL)
     action = "created" if handle.before is None else "updated"
-    return Outcome(grant.client, grant.path, action, None, _next_step(client))
+    return Outcome(grant.client, grant.path, action, None, _next_step(client), what=PREAPPROVAL)
 
 
 def _retract_grant(
@@ -348,10 +358,14 @@ def _retract_grant(
     before = handle.config.text
     reason = preapprove.retract(previous, handle.config, force)
     if reason is not None:
-        report.outcomes.append(Outcome(client, previous.path, "conflict", reason, "remove it by hand"))
+        report.outcomes.append(
+            Outcome(client, previous.path, "conflict", reason, "remove it by hand", what=PREAPPROVAL)
+        )
     elif handle.config.text != before:
         title = CLIENTS[client].title if client in CLIENTS else client
-        report.outcomes.append(Outcome(client, previous.path, "removed", None, f"restart {title}"))
+        report.outcomes.append(
+            Outcome(client, previous.path, "removed", None, f"restart {title}", what=PREAPPROVAL)
+        )
 
 
 def caveats(

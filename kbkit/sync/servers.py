@@ -18,7 +18,7 @@ from typing import Any
 
 from kbkit.catalog.clients import CLIENTS, START_UP_SECONDS, Client
 from kbkit.config import Settings
-from kbkit.config.model import TeamServer
+from kbkit.config.servers import TeamServer
 from kbkit.sync.render import render
 
 OWNER_MARK = ":server:"

@@ -46,6 +46,11 @@ def assert_one_error_line(result: Result, code: int, *fragments: str) -> str:
     return lines[0]
 
 
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*forked_kbkit(), *args], capture_output=True, text=True, cwd=cwd, timeout=60)
 
@@ -64,6 +69,110 @@ def test_index_skipped_lists_the_files_not_indexed_and_why(project: Path) -> Non
     (project / "docs" / "bad.md").write_bytes(b"\x00\x01")
     result = invoke("index", "--skipped", "--root", str(project))
     assert "skipped bad.md: the file holds binary data" in result.stdout
+
+
+def test_index_skipped_with_nothing_skipped_says_so_and_counts_what_the_ignore_rules_excluded(
+    project: Path,
+) -> None:
+    (project / "docs" / "drafts").mkdir()
+    (project / "docs" / "drafts" / "wip.md").write_text("# Work in progress\n")
+    (project / "docs" / "secret.md").write_text("# Not for agents\n")
+    (project / "docs" / ".kbignore").write_text("drafts/\nsecret.md\n")
+    result = invoke("index", "--skipped", "--root", str(project))
+    assert result.exit_code == 0, result.output
+    listed = result.stdout.splitlines()[1:]
+    assert listed[0] == "  nothing skipped: every file of a registered type is indexed whole"
+    assert listed[1].startswith("  excluded by .kbignore and [kb] exclude_dirs: 1 folder and 1 file")
+
+
+def test_init_in_a_folder_with_docs_counts_them_and_offers_the_mkdocs_docs_dir_without_taking_it(
+    tmp_path: Path,
+) -> None:
+    """A MkDocs site as FastAPI keeps it: docs/<language>/mkdocs.yml, the pages in docs/<language>/docs."""
+    root = tmp_path / "site"
+    for n in range(3):
+        write(root / "docs" / "en" / "docs" / f"page{n}.md", f"# Page {n}\n")
+    write(root / "docs" / "es" / "docs" / "page0.md", "# Página\n")
+    write(root / "docs" / "en" / "mkdocs.yml", "site_name: Site\ndocs_dir: docs\n")
+    write(root / "docs" / "es" / "mkdocs.yml", "INHERIT: ../en/mkdocs.yml\n")
+    result = invoke("init", "--root", str(root))
+    assert result.exit_code == 0, result.output
+    assert "kb folder: 4 documents found" in result.stdout
+    assert (
+        "note: docs/en/docs looks like the documentation (docs_dir of docs/en/mkdocs.yml, 3 documents); "
+        "to index it instead: kbkit init --force --kb-path docs/en/docs"
+    ) in result.stdout
+    assert 'path = "docs"' in (root / "kbkit.toml").read_text()  # offered, not taken
+    again = invoke("init", "--root", str(root), "--force", "--kb-path", "docs/en/docs")
+    assert "kb folder: 3 documents found" in again.stdout and "note:" not in again.stdout
+    assert "put your documents in the kb folder" not in again.stdout  # they are there already
+
+
+def test_init_with_a_kb_path_outside_the_project_refuses_to_create_it_there(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    result = invoke("init", "--root", str(root), "--kb-path", "../outside")
+    assert_one_error_line(result, ExitCode.BAD_INPUT, "--kb-path ../outside is outside the project folder")
+    assert not (tmp_path / "outside").exists() and not (root / "kbkit.toml").exists()
+
+
+def test_init_with_a_kb_path_to_an_existing_folder_outside_the_project_says_so(tmp_path: Path) -> None:
+    (tmp_path / "shared-docs").mkdir()
+    result = invoke("init", "--root", str(tmp_path / "repo"), "--kb-path", "../shared-docs")
+    assert result.exit_code == 0, result.output
+    assert f"note: the kb folder {tmp_path / 'shared-docs'} is outside the project" in result.stdout
+
+
+def test_init_force_over_an_identical_file_says_unchanged_not_kept(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    assert invoke("init", "--root", str(root)).exit_code == 0
+    again = invoke("init", "--root", str(root), "--force")
+    assert again.exit_code == 0, again.output
+    first = again.stdout.splitlines()[0]
+    assert first == f"{root / 'kbkit.toml'} unchanged (it already holds the starter file)"
+    plain = invoke("init", "--root", str(root)).stdout.splitlines()[0]
+    assert plain.startswith("kept the existing")  # without --force it was not asked to write
+
+
+def test_token_list_with_no_tokens_says_there_are_none_and_how_to_make_one(project: Path) -> None:
+    result = invoke("token", "list", "--root", str(project))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""  # nothing to list: a script reading stdout sees no rows
+    assert "no tokens in" in result.stderr and "kbkit token create NAME" in result.stderr
+
+
+def test_port_out_of_range_is_refused_with_the_config_checks_own_rule_and_words(project: Path) -> None:
+    for port in ("99999", "-1", "65536"):
+        result = invoke("serve", "--http", "--root", str(project), "--port", port)
+        line = assert_one_error_line(result, ExitCode.BAD_INPUT, f"{port} is out of range (0 to 65535)")
+        assert line.startswith("kbkit: error: --port: [server.http.port]: ")
+    (project / "kbkit.toml").write_text('[kb]\npath = "docs"\n[server.http]\nport = 99999\n')
+    from_config = invoke("serve", "--http", "--root", str(project))
+    assert_one_error_line(
+        from_config, ExitCode.BAD_INPUT, "[server.http.port]: 99999 is out of range (0 to 65535)"
+    )
+
+
+@pytest.mark.processes
+@pytest.mark.parametrize("command", [("doctor",), ("search", "guard"), ("search", "guard", "--json")])
+def test_a_stdout_closed_early_ends_quietly_with_exit_code_141(
+    project: Path, command: tuple[str, ...]
+) -> None:
+    """`kbkit doctor | head -1`, made deterministic: the reader is gone before kbkit writes a byte."""
+    assert invoke("index", "--root", str(project)).exit_code == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [*forked_kbkit(), *command, "--root", str(project)],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == "", done.stderr  # no "environment error", no "Exception ignored"
+    assert done.returncode == ExitCode.CLOSED_PIPE
 
 
 @pytest.mark.processes

@@ -17,7 +17,7 @@ from kbkit.diagnostics import CHECKS, check_parsers, run_checks, troubleshooting
 from tests.helpers.memory import KEY, MemoryUpstream
 from tests.helpers.paths import REPO
 from tests.helpers.project import make_project
-from tests.helpers.serve import kbkit_in_process
+from tests.helpers.serve import kbkit_command, kbkit_in_process
 
 SCHEMA = json.loads((REPO / "docs" / "doctor.schema.json").read_text())
 
@@ -247,6 +247,79 @@ def test_the_readme_run_command_works_in_a_clean_copy_with_a_fresh_virtualenv(
         "docs/adr/0003-one-guard-sequence.md" in result.stdout
         or "0003-one-guard-sequence.md" in result.stdout
     )
+
+
+# -- what the doctor and the boot lines say when little is set up ------------------------------
+
+
+@pytest.mark.git
+def test_a_memory_table_with_only_a_bank_is_said_to_lack_its_url(tmp_path: Path) -> None:
+    root = git_project(tmp_path, '[memory]\nbank = "team"\n')
+    (finding,) = by_check(root)["memory"]
+    assert finding["status"] == "warn", finding
+    assert "[memory] has no url" in finding["finding"] and "no [memory] section" not in finding["finding"]
+    assert "add url" in finding["fix"]
+
+
+@pytest.mark.git
+def test_the_memory_key_in_env_local_without_a_memory_url_is_said_to_be_unused(tmp_path: Path) -> None:
+    root = git_project(tmp_path)
+    (root / ".env.local").write_text("HINDSIGHT_API_KEY=hs-key-0123456789\n")
+    (finding,) = by_check(root)["memory"]
+    assert finding["status"] == "warn", finding
+    assert "HINDSIGHT_API_KEY in .env.local is unused" in finding["finding"]
+    assert "hs-key-0123456789" not in json.dumps(finding)
+
+
+@pytest.mark.git
+def test_no_memory_at_all_stays_an_ok_off(tmp_path: Path) -> None:
+    (finding,) = by_check(git_project(tmp_path))["memory"]
+    assert finding["status"] == "ok" and finding["finding"].startswith("off: not configured"), finding
+
+
+@pytest.mark.processes
+def test_the_boot_line_of_a_memory_table_with_only_a_bank_says_the_url_is_missing(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", config='[kb]\npath = "docs"\n[memory]\nbank = "team"\n')
+    (root / ".env.local").write_text("HINDSIGHT_API_KEY=hs-key-0123456789\n")
+    done = subprocess.run(
+        [*kbkit_command(), "serve", "--root", str(root)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("[kbkit] memory:")]
+    assert "[memory] has no url (bank set" in line and "add a [memory] section" not in line
+    assert "HINDSIGHT_API_KEY in .env.local is unused" in line and "hs-key-0123456789" not in done.stderr
+
+
+@pytest.mark.git
+def test_outside_a_git_work_tree_the_doctor_says_so_instead_of_ignored_by_git(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "plain", config='[kb]\npath = "docs"\n[sync]\nclients = ["claude-code"]\n')
+    assert kbkit_in_process("sync", "--root", str(root)).returncode == 0
+    (finding, *_) = by_check(root)["sync"]
+    assert "not a git work tree" in finding["finding"], finding
+    assert "ignored by git" not in finding["finding"]
+    assert ".gitignore block" in finding["finding"]  # and what that means for the generated files
+
+
+@pytest.mark.git
+def test_inside_a_git_work_tree_the_client_configs_are_said_to_be_ignored(tmp_path: Path) -> None:
+    (finding, *_) = by_check(ready(tmp_path))["sync"]
+    assert finding["finding"].endswith("fresh and ignored by git"), finding
+
+
+@pytest.mark.git
+def test_without_a_skills_lock_the_doctor_does_not_claim_skills_were_verified(tmp_path: Path) -> None:
+    (finding,) = by_check(ready(tmp_path))["skills"]
+    assert finding["status"] == "ok"
+    assert "no skills-lock.json" in finding["finding"] and "verified" not in finding["finding"], finding
+
+
+@pytest.mark.git
+def test_the_doctor_counts_tool_pre_approvals_apart_from_client_configs(tmp_path: Path) -> None:
+    (finding, *_) = by_check(ready(tmp_path))["sync"]
+    assert finding["finding"].startswith("1 client config and 1 tool pre-approval fresh"), finding
 
 
 def test_anonymous_mode_with_personal_tokens_is_a_warning_that_says_they_are_ignored(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typing import IO
 
 from mcp import Client
 
+from kbkit.errors import ExitCode
 from tests.helpers.serve import kbkit_command
 from tests.peers.launch import Forked
 
@@ -35,8 +36,12 @@ INITIALIZE = {
 
 TEST_TOKEN = "test-token-0123456789abcdef"
 
+STOPPED = ExitCode.INTERRUPTED
+"""What `HttpServer.stop` returns after a clean stop: SIGINT is Ctrl-C, and Ctrl-C exits 130."""
 
-_LISTENING = re.compile(r"\] http: http://\S+:(\d+)/mcp ")
+
+_LISTENING = re.compile(r'(?:\] |"message":")http: http://[^\s"]+:(\d+)/mcp ')
+"""The boot line naming the port, as text or (`--log-format json`) as a JSON status line."""
 
 
 class HttpServer:
@@ -125,9 +130,9 @@ class HttpServer:
         return self.log_path.read_text()  # the child writes to the file itself; nothing is buffered here
 
     def stop(self) -> int:
-        """Stop the server and return its exit code. SIGINT, the stop without the drain SIGTERM
-        starts (docs/adr/0029), so no test waits out `drain_seconds`; the drain's own tests, and
-        those about SIGTERM, send it themselves."""
+        """Stop the server and return its exit code (STOPPED after a clean stop). SIGINT, the stop
+        without the drain SIGTERM starts (docs/adr/0029), so no test waits out `drain_seconds`; the
+        drain's own tests, and those about SIGTERM, send it themselves."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:

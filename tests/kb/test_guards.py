@@ -614,7 +614,7 @@ def test_with_the_kb_folder_at_the_project_root_the_project_files_stay_unreachab
             ".kbkit/index.db",
             ".kbkit/index.db-wal",
         ):
-            assert refusal(kb.load, path).reason in ("unsupported-type", "not-found"), path
+            assert refusal(kb.load, path).reason in ("unsupported-type", "not-found", "private"), path
             refusal(kb.load_servable, path)
         assert not [d.path for d in kb.list_servable() if d.path.startswith(".kbkit/")]
         assert kb.search("API_KEY").results == []

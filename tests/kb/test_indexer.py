@@ -14,7 +14,7 @@ from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.formats.markdown import parse_markdown
 from kbkit.kb.formats.rst import parse_rst
-from kbkit.kb.store import SCHEMA_VERSION
+from kbkit.kb.schema import SCHEMA_VERSION
 from tests.helpers.project import make_project
 from tests.peers.launch import forked_kbkit
 

@@ -12,7 +12,7 @@ import pytest
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.fields import MAX_REFERENCES, lead, name_words, references
-from kbkit.kb.store import RESEGMENTED, SCHEMA_VERSION
+from kbkit.kb.schema import RESEGMENTED, SCHEMA_VERSION
 from tests.helpers.project import make_project
 from tests.peers.launch import forked_kbkit
 

@@ -15,8 +15,8 @@ from kbkit.config import load_settings
 from kbkit.kb import segment
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.fields import COLUMNS, INDEX_TEXT_CAP
+from kbkit.kb.schema import RESEGMENTED, SCHEMA_VERSION
 from kbkit.kb.search import MAX_TERMS, compile_query
-from kbkit.kb.store import RESEGMENTED, SCHEMA_VERSION
 from tests.helpers.project import make_project
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tldr-i18n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.store import RESEGMENTED, SCHEMA_VERSION
+from kbkit.kb.schema import RESEGMENTED, SCHEMA_VERSION
 from tests.helpers.project import make_project
 from tests.peers.hostile import text_pdf
 

@@ -18,7 +18,8 @@ from kbkit.cli import app
 from kbkit.config import load_settings
 from kbkit.errors import ExitCode, IndexUnavailable
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.store import SCHEMA_VERSION, Peek, SqliteError, Store, index_error
+from kbkit.kb.schema import SCHEMA_VERSION
+from kbkit.kb.store import Peek, SqliteError, Store, index_error
 from tests.helpers.project import make_project
 
 SQLITE_CLASSES = sorted(
@@ -103,6 +104,51 @@ def test_kbkit_index_meets_a_broken_index_with_one_line_and_exit_3(tmp_path: Pat
     (line,) = result.stderr.splitlines()
     assert line.startswith("kbkit: error: ") and "no such table" in line and "run kbkit index" in line
     assert str(broken / ".kbkit" / "index.db") in line
+
+
+def index_bytes(root: Path) -> int:
+    """The index's size on disk: the file and its write-ahead log."""
+    state = root / ".kbkit"
+    return sum(path.stat().st_size for path in state.glob("index.db*") if path.is_file())
+
+
+def test_the_index_file_shrinks_after_most_documents_are_removed(tmp_path: Path) -> None:
+    """SQLite keeps freed pages and FTS5 keeps a removed document's entries until its segments
+    merge: without reclaiming, an index that lost most of its documents stays at its largest."""
+    words = [f"term{n:05d}" for n in range(20_000)]
+    files = {
+        f"pages/page{n:03d}.md": f"# Page {n}\n\n"
+        + " ".join(words[(n * 37 + k) % len(words)] for k in range(900))
+        for n in range(400)
+    }
+    root = make_project(tmp_path / "project", files)
+    invoke = CliRunner().invoke
+    assert invoke(app, ["index", "--root", str(root)]).exit_code == 0
+    full = index_bytes(root)
+    for name in list(files)[40:]:
+        (root / "docs" / name).unlink()
+    shrunk = invoke(app, ["index", "--root", str(root)])
+    assert shrunk.exit_code == 0 and "360 removed" in shrunk.stdout, shrunk.output
+    after = index_bytes(root)
+    fresh_root = make_project(tmp_path / "fresh", dict(list(files.items())[:40]))
+    assert invoke(app, ["index", "--root", str(fresh_root)]).exit_code == 0
+    fresh = index_bytes(fresh_root)
+    assert after < full / 3, (full, after, fresh)
+    assert after <= 2 * fresh, (full, after, fresh)  # about what building it anew takes
+    search = invoke(app, ["search", "term00037", "--root", str(root), "--json"])
+    assert search.exit_code == 0 and '"results": [' in search.stdout  # still a working index
+
+
+def test_an_index_that_lost_few_documents_is_not_rewritten(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "project", {f"p{n}.md": f"# Page {n}\n\nText {n}.\n" for n in range(50)})
+    invoke = CliRunner().invoke
+    assert invoke(app, ["index", "--root", str(root)]).exit_code == 0
+    inode = (root / ".kbkit" / "index.db").stat().st_ino
+    (root / "docs" / "p0.md").unlink()
+    assert invoke(app, ["index", "--root", str(root)]).exit_code == 0
+    with sqlite3.connect(root / ".kbkit" / "index.db") as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2  # incremental, from creation
+    assert (root / ".kbkit" / "index.db").stat().st_ino == inode
 
 
 def files_of(folder: Path) -> dict[str, int]:

@@ -12,7 +12,7 @@ from kbkit.errors import ExitCode, KbkitError
 from tests.project.test_layering import module_name, sources
 
 INTERNAL = {
-    "kbkit.config.model.Invalid": "a validator's refusal: pydantic needs a ValueError; load.py turns it into ConfigError",
+    "kbkit.config.fields.Invalid": "a validator's refusal: pydantic needs a ValueError; load.py turns it into ConfigError",
     "kbkit.server.memory.bounds.ReplyTooLarge": "an httpx stream error, so the MCP SDK fails the one call and keeps the connection",
     "kbkit.config.variables.BadReference": "a malformed ${...}: the model turns it into Invalid, then a ConfigError naming the table",
     "kbkit.config.variables.Unset": "the variables a value names that are unset: kbkit run and the doctor say it as a ConfigError",

@@ -19,7 +19,15 @@ import httpx2
 import pytest
 from mcp import Client
 
-from tests.helpers.http import INITIALIZE, JSON_HEADERS, TEST_TOKEN, HttpServer, auth_headers, http_client
+from tests.helpers.http import (
+    INITIALIZE,
+    JSON_HEADERS,
+    STOPPED,
+    TEST_TOKEN,
+    HttpServer,
+    auth_headers,
+    http_client,
+)
 from tests.helpers.project import make_project
 from tests.helpers.serve import ERAS, serve_stdio
 from tests.helpers.wait import eventually, wait_until
@@ -128,7 +136,7 @@ async def test_the_same_tools_over_http_and_stdio_in_both_eras(project: Path, mo
             doc = (await remote.read_resource("kb://doc/notes.txt")).contents[0]
             assert "write-ahead" in doc.text
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 @pytest.mark.xdist_group("http-shared")  # the module's one http_server
@@ -534,6 +542,7 @@ def test_a_second_sigterm_or_a_sigint_cuts_the_drain_short(tmp_path: Path) -> No
                 what="/healthz to answer 503",
             )
             server.process.send_signal(second)
-            assert server.process.wait(timeout=60) == 0  # well before the 600 s drain is over
+            stopped = 0 if second == signal.SIGTERM else STOPPED  # SIGINT is Ctrl-C: 130
+            assert server.process.wait(timeout=60) == stopped  # well before the 600 s drain is over
         finally:
             server.stop()

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from kbkit.server.auth.tokens import create, revoke
-from tests.helpers.http import INITIALIZE, JSON_HEADERS, HttpServer, http_client
+from tests.helpers.http import INITIALIZE, JSON_HEADERS, STOPPED, HttpServer, http_client
 from tests.helpers.project import make_project
 from tests.helpers.serve import ERAS
 from tests.helpers.wait import wait_until
@@ -59,7 +59,7 @@ async def test_personal_tokens_name_who_searched_and_a_revoke_needs_no_restart(
         )
         assert allowed.status_code == 200
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 async def test_a_session_answers_only_the_principal_that_opened_it(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ async def test_a_session_answers_only_the_principal_that_opened_it(tmp_path: Pat
         )
         assert own.status_code == 200
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 async def test_a_read_token_gets_403_for_a_memory_tool_and_the_refusal_is_logged(tmp_path: Path) -> None:
@@ -103,7 +103,7 @@ async def test_a_read_token_gets_403_for_a_memory_tool_and_the_refusal_is_logged
         )
         wait_until(lambda: "bob (token) tools/call:retain 403" in server.stderr(), what="the audit line")
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 @pytest.mark.parametrize("problem", ["world-readable", "symlink", "corrupt"])
@@ -144,4 +144,4 @@ async def test_the_shared_token_still_works_as_the_principal_shared(tmp_path: Pa
             await client.call_tool("search", {"query": QUERY})
         wait_until(lambda: "shared (shared) tools/call:search 200" in server.stderr(), what="the audit line")
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED

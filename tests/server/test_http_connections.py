@@ -19,7 +19,14 @@ import httpx2
 import pytest
 
 from kbkit.kb.reads import MAX_MAX_TOKENS
-from tests.helpers.http import TEST_TOKEN, HttpServer, auth_headers, legacy_session, open_event_stream
+from tests.helpers.http import (
+    STOPPED,
+    TEST_TOKEN,
+    HttpServer,
+    auth_headers,
+    legacy_session,
+    open_event_stream,
+)
 from tests.helpers.project import make_project
 from tests.helpers.wait import wait_until
 
@@ -107,7 +114,7 @@ def test_stalled_half_requests_past_the_limit_leave_health_and_mcp_answering_and
         assert listing.status_code == 200 and "get_document" in listing.text
         wait_until(lambda: all(closed_by_server(s) for s in stalled), what="every stalled socket is closed")
         wait_until(lambda: server_sockets(server) <= idle, what="the server holds no stalled socket")
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
         log = log_lines(server)
         assert len(log) <= 6, log  # one line per kind, then the count of those held back
         assert any("closed the oldest one still waiting for a request" in line for line in log)

@@ -27,6 +27,7 @@ from kbkit.server.auth.tokens import create, read_tokens, revoke
 from tests.helpers.http import (
     INITIALIZE,
     JSON_HEADERS,
+    STOPPED,
     TEST_TOKEN,
     HttpServer,
     http_client,
@@ -117,7 +118,7 @@ async def test_one_principal_holding_every_session_does_not_lock_out_the_others(
         assert tools_list(server, alices[0]).status_code == 404
         assert tools_list(server, alices[-1]).status_code == 200
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 async def test_a_principal_at_its_cap_with_every_session_busy_is_refused_naming_the_limit(
@@ -143,7 +144,7 @@ async def test_a_principal_at_its_cap_with_every_session_busy_is_refused_naming_
     finally:
         for sock in streams:
             sock.close()
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 async def test_listen_streams_are_capped_per_principal_naming_the_limit(tmp_path: Path) -> None:
@@ -174,7 +175,7 @@ async def test_listen_streams_are_capped_per_principal_naming_the_limit(tmp_path
             ):
                 pass  # bob still gets his
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 @pytest.fixture
@@ -218,7 +219,7 @@ async def test_a_deeply_nested_body_from_a_valid_token_is_a_400_with_an_audit_li
         wait_until(lambda: "alice (token) POST 400" in server.stderr(), what="the audit line")
         assert "Traceback" not in server.stderr()
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 # --- revocation and offboarding --------------------------------------------------------------------
@@ -301,7 +302,7 @@ def test_a_key_the_issuer_retires_stops_working_without_a_new_kid(tmp_path: Path
         wait_until(lambda: post(server, old, INITIALIZE).status_code == 401, what="k1 refused")
         assert post(server, peer.token(AUDIENCE, kid="k2"), INITIALIZE).status_code == 200
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 def test_chmod_600_restores_personal_tokens_and_chmod_644_is_noticed(tmp_path: Path) -> None:
@@ -318,7 +319,7 @@ def test_chmod_600_restores_personal_tokens_and_chmod_644_is_noticed(tmp_path: P
         assert post(server, alice, INITIALIZE).status_code == 200
         assert "accepted again" in server.stderr()
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 async def test_a_revoke_closes_the_principals_open_streams(tmp_path: Path) -> None:
@@ -357,7 +358,7 @@ async def test_a_revoke_closes_the_principals_open_streams(tmp_path: Path) -> No
         alices.close()
         bobs.close()
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 async def test_a_revoke_on_one_replica_is_refused_by_another_sharing_the_tokens_file(tmp_path: Path) -> None:
@@ -374,7 +375,7 @@ async def test_a_revoke_on_one_replica_is_refused_by_another_sharing_the_tokens_
         assert all(post(r, alice, INITIALIZE).status_code == 401 for r in replicas)
     finally:
         for replica in replicas:
-            assert replica.stop() == 0
+            assert replica.stop() == STOPPED
 
 
 # --- trust and correctness -------------------------------------------------------------------------
@@ -401,7 +402,7 @@ def test_subjects_differing_late_are_two_principals_and_cannot_forge_an_audit_li
         wait_until(lambda: len(principals()) == 3, what="three principals in the audit lines")
         assert all('"' not in p for p in principals())
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 def test_client_text_in_warnings_is_rate_limited_and_bounded(tmp_path: Path) -> None:
@@ -440,7 +441,7 @@ def test_the_tokens_file_under_the_kb_folder_is_never_served(tmp_path: Path) -> 
             text = json.dumps(answer)
             assert "sha256" not in text and "never served" in text, text
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 # --- standards -------------------------------------------------------------------------------------
@@ -490,7 +491,7 @@ def test_refusals_follow_rfc_6750_and_the_mcp_authorization_spec(tmp_path: Path,
         assert post(server, entra, INITIALIZE).status_code == 200
         assert post(server, listed, INITIALIZE).status_code == 200
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 def test_an_audience_that_is_not_a_url_is_accepted(tmp_path: Path, peer: JwksPeer) -> None:
@@ -499,7 +500,7 @@ def test_an_audience_that_is_not_a_url_is_accepted(tmp_path: Path, peer: JwksPee
         wait_until(lambda: "signing key(s) cached" in server.stderr(), what="the keys")
         assert post(server, peer.token("api://kbkit"), INITIALIZE).status_code == 200
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 def test_last_use_is_kept_per_token_not_per_name(tmp_path: Path) -> None:
@@ -548,7 +549,7 @@ def test_anonymous_mode_says_that_tokens_created_later_are_ignored(tmp_path: Pat
     try:
         assert "a personal token created while this runs is ignored" in server.stderr()
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 def test_auth_settings_changed_while_serving_are_reported_as_needing_a_restart(tmp_path: Path) -> None:
@@ -574,7 +575,7 @@ def test_auth_settings_changed_while_serving_are_reported_as_needing_a_restart(t
         ]
         assert stale and stale[0]["status"] == "warn" and "restart" in stale[0]["fix"]
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
     doctor = kbkit_in_process("doctor", "--root", str(root), "--json")
     assert not [c for c in json.loads(doctor.stdout)["checks"] if "started with other" in c["finding"]]
 
@@ -607,14 +608,14 @@ def test_auth_settings_in_kbkit_toml_that_widen_access_wait_for_kbkit_trust(
         assert "OAuth sign-ins refused" in server.stderr() and "kbkit trust" in server.stderr()
         assert post(server, alice, INITIALIZE).status_code == 401
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
     assert "trusted: kbkit.toml's http.oauth.issuer" in trust()
     server = serve()
     try:
         wait_until(lambda: "signing key(s) cached" in server.stderr(), what="the keys")
         assert post(server, alice, INITIALIZE).status_code == 200
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
     (root / "kbkit.toml").write_text(
         f'[kb]\npath = "docs"\n{oauth}allowed_subjects = ["alice", "bob", "mallory"]\n'
     )
@@ -623,11 +624,11 @@ def test_auth_settings_in_kbkit_toml_that_widen_access_wait_for_kbkit_trust(
         assert "oauth.allowed_subjects adds mallory" in server.stderr()
         assert post(server, mallory, INITIALIZE).status_code == 401
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
     (root / "kbkit.toml").write_text(f'[kb]\npath = "docs"\n{oauth}allowed_subjects = ["bob"]\n')
     server = serve()  # a commit that only removes (alice leaves) applies at once
     try:
         wait_until(lambda: "signing key(s) cached" in server.stderr(), what="the keys")
         assert post(server, alice, INITIALIZE).status_code == 403
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED

@@ -17,7 +17,7 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from tests.helpers.http import INITIALIZE, JSON_HEADERS, HttpServer
+from tests.helpers.http import INITIALIZE, JSON_HEADERS, STOPPED, HttpServer
 from tests.helpers.project import make_project
 from tests.helpers.serve import ERAS
 from tests.helpers.wait import wait_until
@@ -124,7 +124,7 @@ async def test_the_sdk_client_signs_in_by_client_credentials_and_searches(
             lambda: "eng-agent (oauth) tools/call:search 200" in server.stderr(), what="the audit line"
         )
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED
 
 
 async def test_outsiders_scopeless_and_foreign_tokens_are_refused_and_cached_keys_outlive_the_idp(
@@ -157,4 +157,4 @@ async def test_outsiders_scopeless_and_foreign_tokens_are_refused_and_cached_key
         idp.stop()
         assert post(member).status_code == 200  # the keys are cached: a down IdP stops nobody signed in
     finally:
-        assert server.stop() == 0
+        assert server.stop() == STOPPED

@@ -528,3 +528,31 @@ def test_fresh_outputs_match_the_golden_files_byte_for_byte(tmp_path: Path, vari
             render.kbkit_command()[0], "/VENV/bin/kbkit"
         )
         assert text == (GOLDEN / f"{name}.{variant}.{ext}").read_text(), name
+
+
+@pytest.mark.git
+def test_outside_a_git_work_tree_sync_says_so_and_what_that_means_for_the_generated_files(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path / "plain", config='[kb]\npath = "docs"\n[sync]\nclients = ["claude-code"]\n')
+    done = cli(root)
+    assert done.returncode == 0, done.stderr
+    (note,) = [line for line in done.stdout.splitlines() if "git" in line and line.startswith("note: ")]
+    assert "not a git work tree" in note and "out of commits once this folder is in a git repository" in note
+    assert "ignored by git" not in done.stdout
+    inside = cli(git_repo(tmp_path, ["claude-code"]))
+    assert "not a git work tree" not in inside.stdout
+
+
+@pytest.mark.git
+def test_the_line_for_a_tool_pre_approval_says_it_is_one(tmp_path: Path) -> None:
+    """Claude Code's entry and its pre-approval are two lines; the second says what it is."""
+    root = git_repo(tmp_path, ["claude-code"])
+    lines = cli(root).stdout.splitlines()
+    entry, grant = (line for line in lines if line.startswith("claude-code "))
+    assert ".mcp.json" in entry and "pre-approval" not in entry
+    assert ".claude/settings.local.json" in grant and "created (tool pre-approval)" in grant
+    again = [line for line in cli(root).stdout.splitlines() if ".claude/settings.local.json" in line]
+    assert again == [again[0]] and "unchanged (tool pre-approval)" in again[0]
+    report = json.loads(cli(root, "--json").stdout)
+    assert [client.get("what") for client in report["clients"]] == [None, "tool pre-approval"]

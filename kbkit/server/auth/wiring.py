@@ -124,6 +124,7 @@ class _Lifespan:
                 elif message["type"] == "lifespan.shutdown":
                     background.cancel()
                     forget_running(self.plan)
+                    self.app.audit.close()  # the refusals still held back, counted
                     if self.store is not None:
                         with anyio.CancelScope(shield=True):
                             await anyio.to_thread.run_sync(self.store.save_last_use)

@@ -21,7 +21,7 @@ credential and a stdio upstream's environment), `redaction` and `bounds`.
 
 from kbkit.server.memory.bounds import RESULT_TEXT_CAP
 from kbkit.server.memory.connection import probe
-from kbkit.server.memory.keys import key_problem, read_credential
+from kbkit.server.memory.keys import key_problem, not_configured, read_credential
 from kbkit.server.memory.proxy import MemoryProxy, offered_names
 from kbkit.server.memory.redaction import Redactor
 
@@ -30,6 +30,7 @@ __all__ = [
     "MemoryProxy",
     "Redactor",
     "key_problem",
+    "not_configured",
     "offered_names",
     "probe",
     "read_credential",

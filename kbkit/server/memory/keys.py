@@ -9,10 +9,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbkit.config import ENV_FILE, MemorySettings, load_env
+from kbkit.config import ENV_FILE, MemorySettings, load_env, read_env_file
 from kbkit.server.team import LOCALE_VARIABLES
 
-__all__ = ["LOCALE_VARIABLES", "Credential", "key_problem", "read_credential", "upstream_env"]
+__all__ = [
+    "LOCALE_VARIABLES",
+    "Credential",
+    "key_problem",
+    "not_configured",
+    "read_credential",
+    "upstream_env",
+]
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,24 @@ def read_credential(name: str, root: Path | None, environ: Mapping[str, str] | N
             raw,
         )
     return Credential(name, key, source, None, raw)
+
+
+def not_configured(settings: MemorySettings, root: Path | None) -> tuple[str, str, bool]:
+    """Why memory is off when [memory] names no upstream (no url, no command), the fix, and whether
+    that looks like a mistake: a [memory] table without its url, or the key waiting in .env.local
+    with nothing to use it. The one wording for the boot line, the proxy's status and the doctor."""
+    written = sorted(settings.model_fields_set)
+    if written:
+        what = f"[memory] has no url ({', '.join(written)} set, but no service to use them)"
+        fix = 'add url = "https://..." (or a command) to [memory] in kbkit.toml'
+    else:
+        what = "not configured (session memory is optional)"
+        fix = "add a [memory] section with url to kbkit.toml"
+    unused_key = root is not None and settings.credential in read_env_file(root)
+    if unused_key:
+        what += f"; {settings.credential} in {ENV_FILE} is unused until then"
+        fix += f", or remove {settings.credential} from {ENV_FILE}"
+    return what, fix, bool(written) or unused_key
 
 
 def key_problem(credential: Credential) -> str:

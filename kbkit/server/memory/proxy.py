@@ -22,7 +22,7 @@ from kbkit.config import MemorySettings
 from kbkit.server.memory.bounds import ReplyTooLarge, bounded, too_large, too_large_notice
 from kbkit.server.memory.connection import Connection, describe, leaves
 from kbkit.server.memory.declarations import declared
-from kbkit.server.memory.keys import key_problem
+from kbkit.server.memory.keys import key_problem, not_configured
 from kbkit.server.memory.redaction import Redactor, redacted
 from kbkit.server.tools import tool_error
 
@@ -67,6 +67,7 @@ class MemoryProxy:
         self._on_tools_changed = on_tools_changed
         self._report = report or (lambda line: None)
         self._redact = Redactor()
+        self._root = root
         self._connection = Connection(settings, root, self._redact, environ)
         self._tools: dict[str, types.Tool] = {}
         self._upstream_names: dict[str, str] = {}
@@ -187,7 +188,8 @@ class MemoryProxy:
 
     def _initial_status(self) -> MemoryStatus:
         if not self.settings.configured:
-            return MemoryStatus("off", "not configured: add a [memory] section with url to kbkit.toml")
+            what, fix, _ = not_configured(self.settings, self._root)
+            return MemoryStatus("off", f"{what}: {fix}")
         if self._waiting is not None:
             return MemoryStatus("off", self._waiting)
         credential = self._connection.credential
