@@ -273,7 +273,7 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         for name, weight, share in (
             ("kbkit sections + vectors (hybrid, as shipped)", None, None),
             ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None),
-            ("  the same, passage: vector weight 0.3", 0.3, None),
+            ("  the same, passage: vector weight 0.2", 0.2, None),
             ("  the same, passage: vector weight 0.5", 0.5, None),
             ("  the same, passage: vector weight 0.7", 0.7, None),
             ("  the same, passage: the best vector's (vector weight 1)", 1.0, None),

@@ -311,7 +311,7 @@ def test_a_plain_words_question_lands_on_the_member_it_describes_not_the_one_it_
         kb.scan()
         start, kill = CLOCK.index("## Clock::StartTimer"), CLOCK.index("## Clock::KillTimer")
         on_timer = CLOCK.index("## Clock::OnTimer")
-        likes = {start + 30: 0.35, kill + 30: 0.7, on_timer + 30: 0.3}
+        likes = {start + 30: 0.3, kill + 30: 0.8, on_timer + 30: 0.3}
         dense = _FixedDense(kb, {"clock.md": 0.8}, windows={"clock.md": likes})
 
         def hit(query: str, ranker: _FixedDense | None = dense) -> str:

@@ -1,6 +1,5 @@
 """Hybrid search: a dense ranking (the `semantic` extra) fused with BM25, and the passage a hit
-points at chosen by its passages' BM25 scores and vectors together (docs/adr/0028 and the ADR
-on plain-words questions)."""
+points at chosen by its passages' BM25 scores and vectors together (docs/adr/0028, 0055)."""
 
 from __future__ import annotations
 
@@ -15,13 +14,14 @@ LEXICAL_WEIGHT = 0.5
 """BM25's share in the fusion (`convex_scores`); the dense ranking's is the rest. Measured against
 reciprocal-rank fusion and confidence-weighted variants on three sets (docs/adr/0028,
 docs/benchmarks.md): the one fusion here that is never below BM25 alone on any of them."""
-PASSAGE_VECTOR_WEIGHT = 0.5
+PASSAGE_VECTOR_WEIGHT = 0.3
 """Which passage a hybrid hit points at: of its passages, the one with the best (1 - w) x its BM25
 score (relative to the page's best passage's) + w x its window's cosine with the query, w being
 this. A question in plain words ("stop a timer started with SetTimer") shares few words with the
 section that answers it (`KillTimer`: "Kills the timer event") and more with a neighbour; its
-meaning is closer. Measured on the agent loop's named and plain-words questions against the
-lexical passage alone, the vector's alone and min-max scaled cosines (docs/benchmarks.md)."""
+meaning is closer. Measured on the agent loop's named and plain-words questions at 0 (the words
+alone) to 1 (the vector alone): from 0.5 up the vectors pull named questions off the member they
+name (`SetTimer` for "install a timer that sends WM_TIMER"); 0.3 loses none (docs/benchmarks.md)."""
 
 
 class DenseRanker(Protocol):
@@ -90,12 +90,13 @@ def vector_passages(
     best: dict[int, passages.Best],
     cosines: dict[int, list[tuple[int, float]]],
     *,
-    weight: float = PASSAGE_VECTOR_WEIGHT,
+    weight: float | None = None,
 ) -> dict[int, passages.Best]:
     """doc_id -> the passage each hit points at when its passages' vectors change the choice
     (PASSAGE_VECTOR_WEIGHT): its passages scored by BM25 (relative to its best) and by their
     window's cosine, the best of them. The caller leaves out the hits whose passage the query
     names (`names_member`): a name asked for outweighs a likeness."""
+    weight = PASSAGE_VECTOR_WEIGHT if weight is None else weight
     out: dict[int, passages.Best] = {}
     for hit in hits:
         windows = cosines.get(hit.doc_id)
