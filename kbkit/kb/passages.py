@@ -213,7 +213,7 @@ def scored(conn: sqlite3.Connection, match: str, doc_id: int) -> tuple[list[Best
     """Every passage of `doc_id` matching `match`, best first, and (start, id) of all its passages
     in order (to place a window in the passage holding it). One ranged query: a document's
     passages' ids are consecutive."""
-    rows = conn.execute("SELECT start, id FROM passages WHERE doc_id = ? ORDER BY id", (doc_id,)).fetchall()
+    rows = starts(conn, doc_id)
     if not rows:
         return [], []
     sql = (
@@ -225,7 +225,13 @@ def scored(conn: sqlite3.Connection, match: str, doc_id: int) -> tuple[list[Best
     )
     params: dict[str, object] = {f"w_{name}": weight for name, weight in PASSAGE_WEIGHTS.items()}
     params |= {"match": match, "low": rows[0][1], "high": rows[-1][1]}
-    return [Best(*row) for row in conn.execute(sql, params)], [(start, id_) for start, id_ in rows]
+    return [Best(*row) for row in conn.execute(sql, params)], rows
+
+
+def starts(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int]]:
+    """(start, id) of every passage of `doc_id`, in order."""
+    rows = conn.execute("SELECT start, id FROM passages WHERE doc_id = ? ORDER BY id", (doc_id,))
+    return [(start, id_) for start, id_ in rows]
 
 
 def by_id(conn: sqlite3.Connection, passage_id: int) -> Best | None:

@@ -89,20 +89,26 @@ def vector_passages(
     hits: list[Ranked],
     best: dict[int, passages.Best],
     cosines: dict[int, list[tuple[int, float]]],
+    pooled: dict[int, list[passages.Best]],
     *,
     weight: float | None = None,
 ) -> dict[int, passages.Best]:
     """doc_id -> the passage each hit points at when its passages' vectors change the choice
     (PASSAGE_VECTOR_WEIGHT): its passages scored by BM25 (relative to its best) and by their
-    window's cosine, the best of them. The caller leaves out the hits whose passage the query
-    names (`names_member`): a name asked for outweighs a likeness."""
+    window's cosine, the best of them. BM25 scores come from the index-wide pool the ranking
+    already fetched (`pooled`; a passage outside it counts 0), or from one ranged query for a hit
+    with none there. The caller leaves out the hits whose passage the query names
+    (`names_member`): a name asked for outweighs a likeness."""
     weight = PASSAGE_VECTOR_WEIGHT if weight is None else weight
     out: dict[int, passages.Best] = {}
     for hit in hits:
         windows = cosines.get(hit.doc_id)
         if not windows:
             continue
-        matched, starts = passages.scored(conn, match, hit.doc_id)
+        if hit.doc_id in pooled:
+            matched, starts = pooled[hit.doc_id], passages.starts(conn, hit.doc_id)
+        else:
+            matched, starts = passages.scored(conn, match, hit.doc_id)
         top = matched[0].score if matched and matched[0].score > 0 else 1.0
         scores = {found.passage_id: (1 - weight) * found.score / top for found in matched}
         offsets = [start for start, _ in starts]
