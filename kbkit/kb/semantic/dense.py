@@ -1,7 +1,7 @@
 """The dense ranking: a query embedded once and scored against every stored chunk vector; a
 document's similarity mixes its opening's best cosine and its best passage's (PASSAGE_SHARE), and
-the passage holding that best window is where a hybrid hit may point. `search.py` fuses this
-ranking with BM25.
+its passage windows' cosines help choose which passage a hybrid hit points at (docs/adr/0055).
+`search.py` fuses this ranking with BM25.
 """
 
 from __future__ import annotations
