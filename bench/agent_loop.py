@@ -18,8 +18,8 @@ Tokens are estimated as kbkit estimates them (`estimate_tokens`: JSON characters
 
 With `--semantic`, hybrid search too (BM25 fused with vectors per passage; the whole of cpp-docs
 is embedded first, which takes long: `--project DIR` keeps the index for another run): the
-result's offset from the passage the fused evidence favours, or always the lexical one, or always
-the one holding the best vector.
+result's offset from the passage its BM25 score and its vector favour together, at the weight
+shipped and at others (0: BM25 alone, 1: the vector alone).
 
 Two sets of questions, each run on the same index: `named` (`agent_loop_questions.json`), nearly
 all of which name the class and the member, and `plain` (`agent_loop_plain_questions.json`), which
@@ -27,15 +27,18 @@ describe what is wanted without naming the member that answers ("stop a timer th
 SetTimer on a window", answered by `CWnd::KillTimer`). `--set` picks one or both (side by side);
 `--questions FILE` runs that file alone.
 
+`--subset` indexes only the folders most questions are in (SUBSET) and the questions' own pages,
+1,325 of 9,753 pages: a hybrid run then embeds a quarter of the windows. Its figures are of that
+smaller corpus (fewer pages compete for the top), to compare with each other, not with a full run.
+
     .venv/bin/python -m bench.agent_loop [--data DIR] [--set named|plain|both] [--questions FILE]
-        [--semantic] [--project DIR]
+        [--semantic] [--project DIR] [--subset]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -61,6 +64,8 @@ PLAIN_QUESTIONS = Path(__file__).resolve().parent / "agent_loop_plain_questions.
 SETS = {"named": QUESTIONS, "plain": PLAIN_QUESTIONS}
 """The question sets `--set` chooses from: name -> file."""
 KB_FOLDER = "cpp-docs"
+SUBSET = ("docs/mfc/reference/", "docs/standard-library/")
+"""`--subset`: the folders kept (with every question's page)."""
 CHUNK_CHARS = 512 * 4
 ANSWERED_TARGET = 0.80
 MEDIAN_TOKENS_TARGET = 2000
@@ -108,10 +113,11 @@ def answer_spans(kb: KnowledgeBase, question: Question) -> list[tuple[int, int]]
 
 
 def sections_answerer(
-    kb: KnowledgeBase, *, hybrid: bool = False, margin: float | None = None, share: float | None = None
+    kb: KnowledgeBase, *, hybrid: bool = False, weight: float | None = None, share: float | None = None
 ) -> Answerer:
-    """search (BM25 alone, or `hybrid` with the passage rule at `margin` and the dense score's
-    passage share at `share`; None: as shipped), then one read from the top hit's offset."""
+    """search (BM25 alone, or `hybrid` with the passages' vectors at `weight` in the choice of a
+    hit's passage and the dense score's passage share at `share`; None: as shipped), then one read
+    from the top hit's offset."""
 
     dense = kb.dense_ranker() if hybrid else None
     if hybrid and share is not None:
@@ -119,7 +125,7 @@ def sections_answerer(
         dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
 
     def answer(question: Question) -> Read | None:
-        with patched(fusion, "DENSE_PASSAGE_MARGIN", margin):
+        with patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -170,6 +176,14 @@ def whole_document_answerer(kb: KnowledgeBase) -> Answerer:
         return Read(top.path, 0, len(doc.text), estimate_tokens(doc.text), estimate_tokens(result.to_dict()))
 
     return answer
+
+
+def prune(folder: Path, keep: set[str]) -> None:
+    """Delete the Markdown pages under `folder` outside SUBSET and not in `keep` (for `--subset`)."""
+    for path in folder.rglob("*.md"):
+        relative = path.relative_to(folder).as_posix()
+        if not relative.startswith(SUBSET) and relative not in keep:
+            path.unlink()
 
 
 class Chunks:
@@ -256,18 +270,17 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         POINTING: pointing(kb, questions, answers),
     }
     if hybrid:
-        for name, margin, share in (
+        for name, weight, share in (
             ("kbkit sections + vectors (hybrid, as shipped)", None, None),
-            ("  the same, passage: always the lexical one", math.inf, None),
-            ("  the same, passage: always the best vector's", -math.inf, None),
-            ("  the same, passage: the best vector's when it leads by 0.25", 0.25, None),
-            ("  the same, passage: the best vector's when it leads by 0.5", 0.5, None),
+            ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None),
+            ("  the same, passage: vector weight 0.2", 0.2, None),
+            ("  the same, passage: vector weight 0.5", 0.5, None),
+            ("  the same, passage: vector weight 0.7", 0.7, None),
+            ("  the same, passage: the best vector's (vector weight 1)", 1.0, None),
             ("  page score from its opening alone (passage share 0)", None, 0.0),
-            ("  passage share 0.25", None, 0.25),
-            ("  passage share 0.5", None, 0.5),
             ("  passage share 1 (the best of its passages)", None, 1.0),
         ):
-            answerer = sections_answerer(kb, hybrid=True, margin=margin, share=share)
+            answerer = sections_answerer(kb, hybrid=True, weight=weight, share=share)
             results[name] = run(answerer, questions, answers)
     results |= {
         "whole document (before: the top hit read from offset 0)": run(
@@ -343,6 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--project", type=Path, help="keep the project (its index and vectors) in this folder"
     )
+    parser.add_argument(
+        "--subset", action="store_true", help="index only SUBSET's folders and the questions' pages"
+    )
     args = parser.parse_args(argv)
     archive = data_dir(args.data) / "cpp-docs.tar.gz"
     if args.questions is not None:
@@ -355,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
         root = args.project or Path(tmp)
         if not (root / KB_FOLDER).is_dir():
             unpack(archive, root)
+            if args.subset:
+                prune(root / KB_FOLDER, {q.path for questions in question_sets.values() for q in questions})
         write_project(root, KB_FOLDER)
         if args.semantic:
             with (root / "kbkit.toml").open("a", encoding="utf-8") as config:

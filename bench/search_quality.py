@@ -121,6 +121,9 @@ class _Remembered:
             self._seen[key] = self._ranker.rank(query, limit, path_prefix=path_prefix)
         return self._seen[key]
 
+    def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
+        return self._ranker.passage_cosines(query, doc_ids)
+
 
 CANDIDATES: dict[str, float] = {
     "convex 0.4": 0.4,

@@ -209,6 +209,39 @@ def best_in(conn: sqlite3.Connection, match: str, doc_ids: list[int]) -> dict[in
     return found
 
 
+def scored(conn: sqlite3.Connection, match: str, doc_id: int) -> tuple[list[Best], list[tuple[int, int]]]:
+    """Every passage of `doc_id` matching `match`, best first, and (start, id) of all its passages
+    in order (to place a window in the passage holding it). One ranged query: a document's
+    passages' ids are consecutive."""
+    rows = starts(conn, doc_id)
+    if not rows:
+        return [], []
+    sql = (
+        "SELECT p.doc_id, p.id, p.start, p.length, p.anchor, p.section, "
+        f"-bm25(passages_fts, {', '.join(f':w_{name}' for name in PASSAGE_WEIGHTS)}) AS score "
+        "FROM passages_fts JOIN passages p ON p.id = passages_fts.rowid "
+        "WHERE passages_fts MATCH :match AND passages_fts.rowid BETWEEN :low AND :high "
+        "ORDER BY score DESC, p.id"
+    )
+    params: dict[str, object] = {f"w_{name}": weight for name, weight in PASSAGE_WEIGHTS.items()}
+    params |= {"match": match, "low": rows[0][1], "high": rows[-1][1]}
+    return [Best(*row) for row in conn.execute(sql, params)], rows
+
+
+def starts(conn: sqlite3.Connection, doc_id: int) -> list[tuple[int, int]]:
+    """(start, id) of every passage of `doc_id`, in order."""
+    rows = conn.execute("SELECT start, id FROM passages WHERE doc_id = ? ORDER BY id", (doc_id,))
+    return [(start, id_) for start, id_ in rows]
+
+
+def by_id(conn: sqlite3.Connection, passage_id: int) -> Best | None:
+    """A passage by its id, score 0."""
+    row = conn.execute(
+        "SELECT doc_id, id, start, length, anchor, section, 0.0 FROM passages WHERE id = ?", (passage_id,)
+    ).fetchone()
+    return Best(*row) if row is not None else None
+
+
 def holding(conn: sqlite3.Connection, doc_id: int, offset: int) -> Best | None:
     """The passage of `doc_id` holding `offset` (the one starting last at or before it), score 0."""
     row = conn.execute(

@@ -162,16 +162,26 @@ class _FixedDense:
     (0.15 and less), as a sentence model scores a question against pages off its topic."""
 
     def __init__(
-        self, kb: KnowledgeBase, cosines: dict[str, float], at: dict[str, int] | None = None
+        self,
+        kb: KnowledgeBase,
+        cosines: dict[str, float],
+        at: dict[str, int] | None = None,
+        windows: dict[str, dict[int, float]] | None = None,
     ) -> None:
-        """`at`: where a page's best vector's text starts (0 when not given)."""
+        """`at`: where a page's best vector's text starts (0 when not given); `windows`: a page's
+        passage windows (where each one's text starts -> its cosine), else the one at `at`."""
         ids = dict(kb.store.reader().execute("SELECT path, id FROM documents ORDER BY path"))
         rest = {path: 0.15 - 0.001 * rank for rank, path in enumerate(p for p in ids if p not in cosines)}
         ranked = sorted({**cosines, **rest}.items(), key=lambda item: -item[1])
         self._ranking = [(ids[path], cosine, (at or {}).get(path, 0)) for path, cosine in ranked]
+        self._windows = {ids[path]: [(at[path], cosines[path])] for path in (at or {})}
+        self._windows |= {ids[path]: list(found.items()) for path, found in (windows or {}).items()}
 
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         return self._ranking[:limit]
+
+    def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
+        return {doc_id: self._windows[doc_id] for doc_id in doc_ids if doc_id in self._windows}
 
 
 API_PAGES = {
@@ -240,7 +250,7 @@ HANDBOOK = (
 """Three sections each a hit can point at (the page is over sections.ANCHOR_CHARS)."""
 
 
-def test_a_hybrid_hit_points_at_its_best_vectors_passage_only_when_that_evidence_is_stronger(
+def test_a_hybrid_hit_points_at_the_passage_its_words_and_its_vector_favour_together(
     tmp_path: Path,
 ) -> None:
     pages = {
@@ -251,21 +261,67 @@ def test_a_hybrid_hit_points_at_its_best_vectors_passage_only_when_that_evidence
     kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", pages)))
     try:
         kb.scan()
-        holidays, deploys = HANDBOOK.index("## Holidays"), HANDBOOK.index("## Deploys")
-        dense = _FixedDense(kb, {"handbook.md": 0.8, "release.md": 0.5}, at={"handbook.md": holidays + 20})
+        deploys, holidays = HANDBOOK.index("## Deploys"), HANDBOOK.index("## Holidays")
+        onboarding = HANDBOOK.index("## Onboarding")
 
-        def offset(query: str) -> int:
+        def offset(query: str, **likes: float) -> int:
+            """Where the handbook's hit points when its sections' windows score `likes`."""
+            starts = {"deploys": deploys, "holidays": holidays, "onboarding": onboarding}
+            windows = {starts[name] + 20: cosine for name, cosine in likes.items()}
+            dense = _FixedDense(kb, {"handbook.md": 0.8, "release.md": 0.5}, windows={"handbook.md": windows})
             hits = search(kb.store, kb.registry, query, dense=dense).results
             return next(hit.offset for hit in hits if hit.path == "handbook.md")
 
-        # its passage that holds the words is the best of the whole index: BM25's
-        assert offset("watch the dashboards") == deploys
-        # its best lexical passage not far behind release.md's (0.62 of it): still BM25's
-        assert offset("deploy script") == deploys
-        # far behind it (one word, in a long passage), its vector the best: the vector's
-        assert offset("release") == holidays
-        assert offset("days off") == holidays  # both agree
-        assert search(kb.store, kb.registry, "release").results[0].offset == 0  # BM25 alone
+        # "book" is in Holidays, "laptop" in Onboarding: close in words, so the vector decides
+        assert offset("book a laptop", holidays=0.3, onboarding=0.7) == onboarding
+        assert offset("book a laptop", holidays=0.7, onboarding=0.3) == holidays
+        # one section holds the words, the vectors are unsure: the words decide
+        assert offset("watch the dashboards", deploys=0.3, holidays=0.45) == deploys
+        # no section holds the words: the vector decides
+        assert offset("vacation", holidays=0.6, onboarding=0.3) == holidays
+        bm25_alone = search(kb.store, kb.registry, "book a laptop").results
+        assert next(hit.offset for hit in bm25_alone if hit.path == "handbook.md") in (holidays, onboarding)
+    finally:
+        kb.close()
+
+
+TIMER_FILLER = " ".join(["Further remarks that say the same thing again at some length."] * 42)
+CLOCK = "# Clock Class\n\nA kitchen clock with a timer.\n\n" + "\n".join(
+    f"## Clock::{name}\n\n{text} {TIMER_FILLER}\n"
+    for name, text in (
+        ("StartTimer", "Starts a timer: it counts down and rings; a timer started again starts over."),
+        ("KillTimer", "Kills the timer event set by an earlier call to StartTimer; the timer never rings."),
+        ("OnTimer", "Called each time a timer rings."),
+        ("SetVolume", "Sets how loud the bell is."),
+        ("SetTime", "Sets the hour shown."),
+    )
+)
+"""A reference page whose members are sections a hit can point at (over sections.ANCHOR_CHARS)."""
+
+
+def test_a_plain_words_question_lands_on_the_member_it_describes_not_the_one_it_names_as_context(
+    tmp_path: Path,
+) -> None:
+    """The question "stop a timer started with StartTimer" names StartTimer as what the asker did, and
+    shares more words with its section; the section it describes is KillTimer's, which a sentence
+    model finds closer. A question that asks about StartTimer keeps StartTimer's section."""
+    notes = {f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i}.\n" for i in range(12)}
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", {"clock.md": CLOCK, **notes})))
+    try:
+        kb.scan()
+        start, kill = CLOCK.index("## Clock::StartTimer"), CLOCK.index("## Clock::KillTimer")
+        on_timer = CLOCK.index("## Clock::OnTimer")
+        likes = {start + 30: 0.3, kill + 30: 0.8, on_timer + 30: 0.3}
+        dense = _FixedDense(kb, {"clock.md": 0.8}, windows={"clock.md": likes})
+
+        def hit(query: str, ranker: _FixedDense | None = dense) -> str:
+            return search(kb.store, kb.registry, query, dense=ranker).results[0].section
+
+        question = "stop a timer that was started with StartTimer so it never rings"
+        assert hit(question, None) == "Clock Class > Clock::StartTimer"  # BM25 alone: the words
+        assert hit(question) == "Clock Class > Clock::KillTimer"
+        # named as what is asked about: the member's section, whatever the vectors like
+        assert hit("StartTimer: what happens when the timer rings") == "Clock Class > Clock::StartTimer"
     finally:
         kb.close()
 

@@ -113,3 +113,27 @@ def test_a_hit_points_at_the_member_the_query_names_over_a_neighbour_sharing_mor
         assert kb.search(question).results[0].section == "Box Class > Box::EmplaceHint"
     finally:
         kb.close()
+
+
+def test_a_member_named_as_what_the_asker_already_has_is_not_chosen_for_being_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The question "shut down an engine started with StartEngine" names StartEngine as context:
+    the naming rule leaves it to the words, which favour StopEngine; "StartEngine: ..." still names it."""
+    page = (
+        "# Engine Class\n\n"
+        + member("Engine::StartEngine", "Starts the engine.", "Starts the engine and warms it up.")
+        + member("Engine::StopEngine", "Shuts the engine down.", "Shuts down an engine that is running.")
+        + "".join(member(f"Engine::Draw{n}", f"Draws part {n}.", "Paints the screen.") for n in range(6))
+    )
+    kb = open_kb(make_project(tmp_path / "p", {"engine-class.md": page, **NOTES}))
+    try:
+        question = "shut down an engine that was started with StartEngine"
+        assert naming.targets(question) == stems("shut down an engine that was started")
+        assert kb.search(question).results[0].section == "Engine Class > Engine::StopEngine"
+        asked = "StartEngine: what does it do to an engine that is already running"
+        assert kb.search(asked).results[0].section == "Engine Class > Engine::StartEngine"
+        monkeypatch.setattr(naming, "CONTEXT_WORDS", frozenset())  # every name counts as asked for
+        assert kb.search(question).results[0].section == "Engine Class > Engine::StartEngine"
+    finally:
+        kb.close()

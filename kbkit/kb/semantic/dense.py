@@ -1,7 +1,7 @@
 """The dense ranking: a query embedded once and scored against every stored chunk vector; a
 document's similarity mixes its opening's best cosine and its best passage's (PASSAGE_SHARE), and
-the passage holding that best window is where a hybrid hit may point. `search.py` fuses this
-ranking with BM25.
+its passage windows' cosines help choose which passage a hybrid hit points at (docs/adr/0057).
+`search.py` fuses this ranking with BM25.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ class DenseIndex:
         """Per row: a passage's window (else one of the page's opening)."""
         self._doc_ids: list[int] = []
         self._paths: list[str] = []
+        self._rows: dict[int, int] = {}
+        """doc_id -> its index in `_doc_ids` (and `_starts`)."""
+        self._asked: tuple[str, Any] | None = None
+        """The last query and its vector: `passage_cosines` after `rank` embeds it once."""
 
     def _load(self) -> None:
         np = self._encoder._np
@@ -65,14 +69,45 @@ class DenseIndex:
         self._offsets = np.array([row[3] for row in rows], dtype=np.int64)
         self._passage = np.array([row[4] >= MAX_CHUNKS for row in rows], dtype=bool)
         self._doc_ids, self._paths = doc_ids, paths
+        self._rows = {doc_id: index for index, doc_id in enumerate(doc_ids)}
         self._version = version
+
+    def _vector(self, query: str) -> Any:
+        """`query` embedded (once for a `rank` and the `passage_cosines` after it)."""
+        asked = self._asked
+        if asked is not None and asked[0] == query:
+            return asked[1]
+        vector = self._encoder.encode([query])[0]
+        self._asked = (query, vector)
+        return vector
+
+    def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
+        """doc_id -> (where the text of each of its passage windows starts, its cosine with
+        `query`), for the documents of `doc_ids` that have passage windows (a page of more than one
+        passage)."""
+        vector = self._vector(query)
+        out: dict[int, list[tuple[int, float]]] = {}
+        with self._lock:
+            self._load()
+            for doc_id in doc_ids:
+                index = self._rows.get(doc_id)
+                if index is None:
+                    continue
+                low = int(self._starts[index])
+                high = int(self._starts[index + 1]) if index + 1 < len(self._starts) else len(self._offsets)
+                rows = [row for row in range(low, high) if self._passage[row]]
+                if rows:
+                    cosines = self._matrix[rows] @ vector
+                    starts = [int(self._offsets[row]) for row in rows]
+                    out[doc_id] = list(zip(starts, map(float, cosines), strict=True))
+        return out
 
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         """The `limit` documents most like `query`: (doc_id, score, where the text of its most
         similar passage window starts, or of its opening window for a page of one passage), best
         first. The score mixes the opening's best cosine and the best passage's (PASSAGE_SHARE)."""
         np = self._encoder._np
-        vector = self._encoder.encode([query])[0]
+        vector = self._vector(query)
         with self._lock:
             self._load()
             if not self._doc_ids:
