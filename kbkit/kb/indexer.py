@@ -23,6 +23,7 @@ from kbkit.kb import fields
 from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
 from kbkit.kb.formats.registry import Registry, extension_of
 from kbkit.kb.ignore import KBIGNORE, IgnoreRules
+from kbkit.kb.schema import READ_AGAIN
 from kbkit.kb.store import SqliteError, Store, index_error
 
 BATCH_SIZE = 500
@@ -261,7 +262,7 @@ def _index_one(
             raise DocumentRefused("too-large", f"over the {FILE_SIZE_CAP // (1024 * 1024)} MiB cap")
         raw = read_guarded(kb_root, item.path, registry)
         digest = hashlib.sha256(raw.data).hexdigest()
-        if previous is not None:
+        if previous is not None and previous[1] != READ_AGAIN:
             old_sha = conn.execute("SELECT sha256 FROM documents WHERE id = ?", (previous[2],)).fetchone()
             if old_sha and old_sha[0] == digest:  # touched, not changed: no re-extraction
                 conn.execute(

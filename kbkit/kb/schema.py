@@ -21,16 +21,26 @@ from kbkit.kb.fields import (
 )
 from kbkit.kb.formats.registry import outline_of
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
 file names each document refers to) and the referenced table (how many documents refer to each).
 5: the passages and passages_fts tables (each document's sections). 6: each vector row's start
 offset and token hash (`embeddings.start`, `embeddings.key`). 7: the segmented columns and the
-tokenizer keeping combining marks (kbkit/kb/segment.py: Chinese, Japanese, Korean, Thai). Older
-files are upgraded (MIGRATIONS) or rebuilt."""
+tokenizer keeping combining marks (kbkit/kb/segment.py: Chinese, Japanese, Korean, Thai). 8: no
+table changed; Markdown, HTML and notebook documents are read again by the next scan (heading
+attribute lists and templates, docs/adr/0056). Older files are upgraded (MIGRATIONS) or rebuilt."""
 RESEGMENTED = (
     "the full-text index was rebuilt from the stored text to find words in Chinese, Japanese, "
     "Korean and Thai (once, after an upgrade)"
+)
+READ_AGAIN = -1
+"""The mtime a document is marked with when the next scan must extract it again though its bytes
+did not change (no file has it): an upgrade whose readers make something else of the same file."""
+REREAD_EXTENSIONS = ("md", "markdown", "html", "htm", "ipynb")
+REREAD = (
+    "Markdown, HTML and notebook documents are read again by this scan: headings without their "
+    "{ #id } attribute lists, site templates no longer indexed as pages (once, after an upgrade; "
+    "vectors kept)"
 )
 _MENTIONS = """
 CREATE TABLE IF NOT EXISTS mentions (
@@ -104,11 +114,21 @@ def _resegment(conn: sqlite3.Connection) -> None:
         passages.reindex(conn, doc_id, values[-1] or "")
 
 
+def _read_pages_again(conn: sqlite3.Connection) -> None:
+    """Schema 7 -> 8: the documents whose readers changed are marked for the next scan, which
+    extracts them again (a file's bytes, hence its vectors, are unchanged)."""
+    marks = ", ".join("?" * len(REREAD_EXTENSIONS))
+    conn.execute(
+        f"UPDATE documents SET mtime_ns = ? WHERE ext IN ({marks})", (READ_AGAIN, *REREAD_EXTENSIONS)
+    )
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _add_mentions,
     4: _add_passages,
     5: _add_chunk_offsets,
     6: _resegment,
+    7: _read_pages_again,
 }
 """Schema version -> the step to the next one, for changes that need no rescan (or re-embedding)."""
 

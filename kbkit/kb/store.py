@@ -24,7 +24,7 @@ from kbkit.errors import IndexUnavailable
 from kbkit.kb.fields import (
     partly_indexed_sql,
 )
-from kbkit.kb.schema import MIGRATIONS, RESEGMENTED, SCHEMA_VERSION, schema
+from kbkit.kb.schema import MIGRATIONS, REREAD, RESEGMENTED, SCHEMA_VERSION, schema
 
 RETRY_FIX = "retry; if it persists, run kbkit index to rebuild the index"
 SQLITE_FIXES: dict[type[BaseException], str] = {
@@ -395,8 +395,8 @@ class Store:
         try:
             conn.execute("BEGIN IMMEDIATE")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version <= 6:
-                self.repaired = RESEGMENTED
+            notes = [note for since, note in ((6, RESEGMENTED), (7, REREAD)) if version <= since]
+            self.repaired = "; ".join(notes) or None
             while version in MIGRATIONS:
                 MIGRATIONS[version](conn)
                 version += 1

@@ -174,6 +174,14 @@ async def sdk_client(
         yield client
 
 
+def leaves(error: BaseException) -> str:
+    """What an exception group holds, leaf by leaf: the SDK wraps a transport's failure in one."""
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(leaves(inner) for inner in error.exceptions)
+    cause = f" (from {leaves(error.__cause__)})" if error.__cause__ is not None else ""
+    return f"{type(error).__name__}: {error}{cause}"
+
+
 async def whoami(client: Client) -> str:
     text = (await client.read_resource(WHOAMI)).contents[0].text
     return text.split("served by ", 1)[1].split(".", 1)[0]
@@ -261,7 +269,7 @@ async def exercise(cluster: Cluster, balancer: Balancer) -> None:  # noqa: C901,
                         await anyio.sleep(THINK)
                     return
             except Exception as exc:
-                tally.count(now, f"the client ended: {type(exc).__name__}: {exc}")
+                tally.count(now, f"the client ended: {leaves(exc)}")
 
     async def legacy(number: int) -> None:
         """Calls in a 2025-11-25 session; when the session is gone, opens a new one (bounded)."""

@@ -5,6 +5,8 @@ server's tools in memory, as an agent searches."""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from kbkit.cli import app
+from kbkit.config import load_settings
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.formats import html, markdown
 from kbkit.kb.formats.markdown import heading_attributes, plain_inline
+from kbkit.kb.schema import REREAD, SCHEMA_VERSION
 from kbkit.kb.search.translations import copy_of, query_languages
 from tests.helpers.project import make_project
 from tests.helpers.serve import serve_in_memory
@@ -87,8 +93,9 @@ JINJA_GUIDE = """<html><head><title>Templates guide</title></head><body>
 {% block content %}{{ page.title }}{% endblock %}</code></pre>
 </body></html>
 """
+FORMS = "en/docs/tutorial/request-forms-and-files.md"
 SITE = {
-    "en/docs/tutorial/request-forms-and-files.md": FORMS_EN,
+    FORMS: FORMS_EN,
     "ja/docs/tutorial/request-forms-and-files.md": FORMS_JA,
     "es/docs/tutorial/request-forms-and-files.md": FORMS_ES,
     "en/docs/tutorial/request-files.md": FILES_EN,
@@ -263,3 +270,50 @@ def test_a_brace_run_too_long_to_be_an_attribute_list_is_text_and_costs_no_backt
     assert heading_attributes(huge) == (huge, None)
     many = "Title { " + "#a " * 300_000 + "}"
     assert heading_attributes(many) == (many, None)
+
+
+def test_an_index_built_before_reads_its_pages_again_once_keeping_vectors(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index made by a kbkit whose readers kept `{ #id }` in titles and indexed templates
+    (schema 7): the upgrade marks its Markdown and HTML for the next scan, which reads them again."""
+    settings = load_settings(site)
+    with monkeypatch.context() as before:
+        before.setattr(markdown, "heading_attributes", lambda text: (text, None))
+        before.setattr(html, "_refuse_template", lambda root: None)
+        old = KnowledgeBase.open(settings)
+        old.scan()
+        old.close()
+    with closing(sqlite3.connect(settings.index_path)) as conn, conn:
+        titles = dict(conn.execute("SELECT path, title FROM documents").fetchall())
+        assert titles[FORMS] == "Request Forms and Files { #request-forms-and-files }"  # as it was
+        assert "en/overrides/main.html" in titles
+        conn.execute(
+            "INSERT INTO embeddings (doc_id, chunk, sha256, model, vector) "
+            "SELECT id, 0, sha256, 'm', x'00' FROM documents WHERE path = ?",
+            (FORMS,),
+        )
+        conn.execute("PRAGMA user_version = 7")
+    kb = KnowledgeBase.open(settings)
+    try:
+        assert kb.store.repaired == REREAD
+        report = kb.scan()
+        assert report.changed == sum(1 for path in SITE if path.endswith(".md")) + 1  # and templates.html
+        assert kb.search("form parameters", path_prefix="en/docs/tutorial/").results[0].title == (
+            "Request Forms and Files"
+        )
+        conn = kb.store.reader()
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        indexed = {row[0] for row in conn.execute("SELECT path FROM documents")}
+        assert "en/overrides/main.html" not in indexed and "en/docs/templates.html" in indexed
+        assert {row[0] for row in conn.execute("SELECT reason_code FROM skipped")} == {"template"}
+        kept = "SELECT count(*) FROM embeddings e JOIN documents d ON d.id = e.doc_id AND d.sha256 = e.sha256"
+        assert conn.execute(kept).fetchone()[0] == 1  # the same bytes: its vectors still count
+    finally:
+        kb.close()
+    again = KnowledgeBase.open(settings)
+    try:
+        assert again.store.repaired is None  # once
+        assert again.scan().changed == 0
+    finally:
+        again.close()

@@ -12,7 +12,7 @@ import pytest
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.fields import MAX_REFERENCES, lead, name_words, references
-from kbkit.kb.schema import RESEGMENTED, SCHEMA_VERSION
+from kbkit.kb.schema import REREAD, RESEGMENTED, SCHEMA_VERSION
 from tests.helpers.project import make_project
 from tests.peers.launch import forked_kbkit
 
@@ -213,7 +213,9 @@ def test_an_index_from_the_previous_schema_is_upgraded_in_place_keeping_its_vect
     assert "the index was made by an older kbkit" in doctor.stdout
     kb = KnowledgeBase.open(settings)
     try:
-        assert kb.store.repaired == RESEGMENTED  # upgraded in place: only the full-text tables made again
+        assert (
+            kb.store.repaired == f"{RESEGMENTED}; {REREAD}"
+        )  # upgraded in place: only the full-text tables made again
         conn = kb.store.reader()
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT names FROM mentions").fetchall() == [("chmod",)]

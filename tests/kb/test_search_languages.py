@@ -15,7 +15,7 @@ from kbkit.config import load_settings
 from kbkit.kb import segment
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.fields import COLUMNS, INDEX_TEXT_CAP
-from kbkit.kb.schema import RESEGMENTED, SCHEMA_VERSION
+from kbkit.kb.schema import REREAD, RESEGMENTED, SCHEMA_VERSION
 from kbkit.kb.search import MAX_TERMS, compile_query
 from tests.helpers.project import make_project
 
@@ -164,7 +164,7 @@ def test_an_index_built_before_segmentation_is_rebuilt_once_keeping_its_vectors(
         )
     kb = KnowledgeBase.open(settings)  # no scan: the upgrade alone makes the words findable
     try:
-        assert kb.store.repaired == RESEGMENTED
+        assert kb.store.repaired == f"{RESEGMENTED}; {REREAD}"
         assert [hit.path for hit in kb.search("部署").results] == ["guide.md"]
         assert [hit.path for hit in kb.search("rollout").results] == ["english.md"]
         conn = kb.store.reader()

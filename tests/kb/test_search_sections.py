@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.schema import RESEGMENTED, SCHEMA_VERSION
+from kbkit.kb.schema import REREAD, RESEGMENTED, SCHEMA_VERSION
 from tests.helpers.project import make_project
 from tests.peers.hostile import text_pdf
 
@@ -130,7 +130,9 @@ def test_an_index_without_passages_is_upgraded_in_place_keeping_its_vectors_and_
         conn.execute("PRAGMA user_version = 4")
     kb = KnowledgeBase.open(settings)
     try:
-        assert kb.store.repaired == RESEGMENTED  # upgraded: only the full-text tables made again
+        assert (
+            kb.store.repaired == f"{RESEGMENTED}; {REREAD}"
+        )  # upgraded: only the full-text tables made again
         conn = kb.store.reader()
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert conn.execute("SELECT count(*) FROM embeddings").fetchone()[0] == 1
