@@ -123,15 +123,24 @@ async def test_tls_is_terminated_by_haproxy_in_front_of_a_replica(tmp_path: Path
 
 @dataclass
 class Tally:
-    """2026-07-28 calls by phase of the test: how many, and which failed (with why)."""
+    """2026-07-28 calls by the phase of the test they began in: how many, and which failed (with why).
+
+    A call that began before the SIGKILL and failed after it was in flight when a replica died: if
+    that replica had begun its reply, no proxy can replay it (docs/adr/0058). Such a failure is kept
+    apart, not excused silently: the test allows one per client and prints them."""
 
     calls: dict[str, int] = field(default_factory=dict)
     failures: dict[str, list[str]] = field(default_factory=dict)
+    across_the_kill: list[str] = field(default_factory=list)
 
-    def count(self, phase: str, failure: str | None) -> None:
-        self.calls[phase] = self.calls.get(phase, 0) + 1
-        if failure is not None:
-            self.failures.setdefault(phase, []).append(failure)
+    def count(self, begun: str, ended: str, failure: str | None) -> None:
+        self.calls[begun] = self.calls.get(begun, 0) + 1
+        if failure is None:
+            return
+        if begun == "warm-up" and ended != "warm-up":
+            self.across_the_kill.append(failure)
+        else:
+            self.failures.setdefault(begun, []).append(failure)
 
 
 @dataclass
@@ -253,23 +262,23 @@ async def exercise(cluster: Cluster, balancer: Balancer) -> None:  # noqa: C901,
         SDK's client too: then a new one goes on, bounded)."""
         calls = 0
         for _ in range(10):
-            now = phase
+            begun = phase
             try:
                 async with sdk_client(url, "auto") as client:
                     while calls < MAX_CALLS and not stop.is_set():
-                        now = phase
+                        begun = phase
                         calls += 1
                         try:
                             result = await client.call_tool(
                                 "search", {"query": ["blue green", "guard", "WAL"][calls % 3]}
                             )
-                            tally.count(now, "is_error" if result.is_error else None)
+                            tally.count(begun, phase, "is_error" if result.is_error else None)
                         except Exception as exc:  # counted, and the test says which
-                            tally.count(now, f"{type(exc).__name__}: {exc}")
+                            tally.count(begun, phase, f"{type(exc).__name__}: {exc}")
                         await anyio.sleep(THINK)
                     return
-            except Exception as exc:
-                tally.count(now, f"the client ended: {leaves(exc)}")
+            except Exception as exc:  # the SDK's client ends when its transport fails: a new one goes on
+                tally.count(begun, phase, f"the client ended: {leaves(exc)}")
 
     async def legacy(number: int) -> None:
         """Calls in a 2025-11-25 session; when the session is gone, opens a new one (bounded)."""
@@ -360,12 +369,13 @@ async def exercise(cluster: Cluster, balancer: Balancer) -> None:  # noqa: C901,
         name: len(tally.failures.get(name, [])) for name in ("warm-up", "SIGKILL", "rolling restart", "after")
     }
     sys.stderr.write(
-        f"\n2026-07-28 calls: {tally.calls}; failed: {failed}"
+        f"\n2026-07-28 calls: {tally.calls}; failed: {failed}; in flight across the SIGKILL: {tally.across_the_kill}"
         f"\n2025-11-25 sessions: {len(sessions)}, ended by a lost replica: {sum(1 for s in sessions if s.ended_by)}"
         f", calls in flight when their replica was killed: {sum(len(s.failed) for s in sessions)}"
         f"\nHAProxy retries / redispatches: {retried}\n"
     )
     assert not any(tally.failures.values()), tally.failures
+    assert len(tally.across_the_kill) <= modern_clients, tally.across_the_kill  # one in flight per client
     assert tally.calls.get("SIGKILL", 0) > 0 and tally.calls.get("rolling restart", 0) > 0, tally.calls
 
     lost = on_killed + on_rolled
