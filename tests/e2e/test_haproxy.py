@@ -3,7 +3,8 @@
 Three `kbkit serve --http` replicas on loopback, each with its own copy of a small project, behind
 HAProxy started from the production file with only its environment set (tests/peers/haproxy.py).
 Several SDK clients of both protocol eras call through it at once while one replica is SIGKILLed
-and another is rolled (SIGTERM, which drains, then a restart): no 2026-07-28 call fails, a
+and another is rolled (SIGTERM, which drains, then a restart): no 2026-07-28 call fails (but one
+in flight across the SIGKILL, at most one a client, docs/adr/0058), a
 2025-11-25 session whose replica went away gets 404 and its client opens a new one, sessions on
 the replica left alone are untouched, and an edit made in every replica's checkout reaches each
 replica's listeners."""
