@@ -130,7 +130,8 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     6: _resegment,
     7: _read_pages_again,
 }
-"""Schema version -> the step to the next one, for changes that need no rescan (or re-embedding)."""
+"""Schema version -> the step to the next one, for changes that need no rebuild (or re-embedding);
+a step may mark documents for the next scan to read again (READ_AGAIN)."""
 
 
 def _fts_schema() -> str:
