@@ -113,11 +113,18 @@ def answer_spans(kb: KnowledgeBase, question: Question) -> list[tuple[int, int]]
 
 
 def sections_answerer(
-    kb: KnowledgeBase, *, hybrid: bool = False, weight: float | None = None, share: float | None = None
+    kb: KnowledgeBase,
+    *,
+    hybrid: bool = False,
+    weight: float | None = None,
+    share: float | None = None,
+    named: bool = False,
 ) -> Answerer:
     """search (BM25 alone, or `hybrid` with the passages' vectors at `weight` in the choice of a
     hit's passage and the dense score's passage share at `share`; None: as shipped), then one read
-    from the top hit's offset."""
+    from the top hit's offset; with `named`, from whichever of the sections the top hit names (its
+    own, or one in `also`) holds the answer: an agent that picks the right name, the most `also`
+    can give (docs/adr/0059)."""
 
     dense = kb.dense_ranker() if hybrid else None
     if hybrid and share is not None:
@@ -130,11 +137,19 @@ def sections_answerer(
         if not result.results:
             return None
         top = result.results[0]
-        doc = kb.load(top.path, offset=top.offset, max_tokens=DEFAULT_MAX_TOKENS)
+        offset = top.offset
+        if named and top.path == question.path:
+            spans = answer_spans(kb, question)
+            for other in [top.offset, *(section.offset for section in top.also)]:
+                end = other + len(kb.load(top.path, offset=other, max_tokens=DEFAULT_MAX_TOKENS).text)
+                if any(other <= a and b <= end for a, b in spans):
+                    offset = other
+                    break
+        doc = kb.load(top.path, offset=offset, max_tokens=DEFAULT_MAX_TOKENS)
         return Read(
             top.path,
-            top.offset,
-            top.offset + len(doc.text),
+            offset,
+            offset + len(doc.text),
             estimate_tokens(doc.text),
             estimate_tokens(result.to_dict()),
         )
@@ -257,6 +272,7 @@ def run(
 Results = dict[str, dict[str, float]]
 POINTING = "right page's hit (BM25, anywhere in the top 10)"
 SECTIONS_WAY = "kbkit sections (search, then get_document from the hit's offset)"
+NAMED_WAY = "  the same, the section named in the reply (the hit's own or one in `also`)"
 
 
 def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hybrid: bool) -> Results:
@@ -267,9 +283,13 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         raise SystemExit(f"no answer section or evidence found for: {broken}")
     results = {
         SECTIONS_WAY: run(sections_answerer(kb), questions, answers),
+        NAMED_WAY: run(sections_answerer(kb, named=True), questions, answers),
         POINTING: pointing(kb, questions, answers),
     }
     if hybrid:
+        results["kbkit sections + vectors, the section named in the reply"] = run(
+            sections_answerer(kb, hybrid=True, named=True), questions, answers
+        )
         for name, weight, share in (
             ("kbkit sections + vectors (hybrid, as shipped)", None, None),
             ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None),

@@ -339,8 +339,10 @@ def main(argv: list[str] | None = None) -> int:
         "--site", type=Path, help="a folder holding FastAPI's docs/ (a clone of fastapi/fastapi)"
     )
     parser.add_argument(
-        "--git", type=Path, default=Path(DEFAULT_GIT) if DEFAULT_GIT else None,
-        help="a FastAPI git repository to take docs/ from (default: $FASTAPI_GIT_DIR)"
+        "--git",
+        type=Path,
+        default=Path(DEFAULT_GIT) if DEFAULT_GIT else None,
+        help="a FastAPI git repository to take docs/ from (default: $FASTAPI_GIT_DIR)",
     )
     parser.add_argument("--questions", type=Path, default=QUESTIONS, help="the questions file")
     parser.add_argument("--json", type=Path, help="save the figures and every question's top 10 paths here")

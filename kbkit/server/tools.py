@@ -48,6 +48,11 @@ class SearchArgs(_Args):
         return "" if value is None else value
 
 
+class OtherSection(BaseModel):
+    section: str
+    offset: int
+
+
 class SearchHit(BaseModel):
     path: str
     title: str
@@ -58,6 +63,7 @@ class SearchHit(BaseModel):
     uri: str = ""
     folded: list[str] = []
     translations: list[str] = []
+    also: list[OtherSection] = []
 
 
 class SearchOutput(BaseModel):
@@ -225,10 +231,9 @@ KB_TOOLS: dict[str, KbTool] = {
             name="search",
             title="Search the knowledge base",
             description=(
-                "Ranked search over the team's docs, one hit per document: path, title, score (1.0 = "
-                "best), section (heading path of the best-matching part), offset (where that section "
-                "starts) and a snippet from it. Then call get_document with the hit's path and offset "
-                "to read that section instead of the whole document."
+                "Ranked search of the team's docs, one hit per document: its best-matching section "
+                "(heading path), offset, snippet, and on large pages `also` (other matching sections). "
+                "Read the one that fits with get_document(path, offset)."
             ),
             args=SearchArgs,
             output=SearchOutput,
@@ -242,7 +247,7 @@ KB_TOOLS: dict[str, KbTool] = {
                 "Read a file under the kb folder by its path (indexed or not). From a search hit's "
                 "offset it returns that section with its subsections; from 0 it reads the document "
                 "from the start. At most max_tokens of text; next_offset says where to read on. The "
-                "reply is a JSON block (section, truncated, next_offset, ...), then the text."
+                "reply is a JSON block, then the text."
             ),
             args=GetDocumentArgs,
             output=DocumentOutput,
@@ -260,7 +265,21 @@ def tool_error(message: str) -> types.CallToolResult:
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
     schema: dict[str, Any] = _strip_titles(model.model_json_schema())
-    return schema
+    definitions = schema.pop("$defs", {})
+    inlined: dict[str, Any] = _inline(schema, definitions)
+    return inlined
+
+
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
+    """A schema with each `$ref` to its `$defs` replaced by the definition: the names and the
+    indirection cost every agent tokens (kbkit's models are not recursive)."""
+    if isinstance(node, dict):
+        if "$ref" in node:
+            return _inline(definitions[node["$ref"].rsplit("/", 1)[-1]], definitions)
+        return {k: _inline(v, definitions) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, definitions) for v in node]
+    return node
 
 
 def _without_defaults(node: Any) -> Any:

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.passages import Best
 from kbkit.kb.schema import REREAD, RESEGMENTED, SCHEMA_VERSION
+from kbkit.kb.search.results import ALSO, ALSO_HITS, Section, other_sections
 from tests.helpers.project import make_project
 from tests.peers.hostile import text_pdf
 
@@ -69,6 +71,65 @@ def test_a_long_page_whose_one_section_answers_outranks_short_pages_that_only_sh
         assert len({hit.path for hit in hits}) == len(hits)  # one result per document
     finally:
         kb.close()
+
+
+TIMERS = (
+    "# `Window` Class\n\n"
+    + FILLER
+    + '## <a name="settimer"></a> `Window::SetTimer`\n\nInstalls a system timer that sends timer '
+    "messages to the window at each interval.\n\n"
+    + FILLER.replace("Member", "Other")
+    + '## <a name="ontimer"></a> `Window::OnTimer`\n\nCalled after each interval of a timer that '
+    "the window installed.\n\n"
+    + FILLER.replace("Member", "Third")
+    + '## <a name="killtimer"></a> `Window::KillTimer`\n\nKills the timer event from the earlier '
+    "call to SetTimer.\n\n" + FILLER.replace("Member", "Fourth")
+)
+"""A page far larger than one read whose three timer sections all match a question about timers."""
+
+
+def test_a_hit_names_the_other_sections_of_its_page_that_match_nearly_as_well(tmp_path: Path) -> None:
+    note = "# Timers\n\nA window timer sends messages at each interval.\n\n## Stopping\n\nKill the timer.\n"
+    kb = open_kb(make_project(tmp_path / "p", {"window-class.md": TIMERS, "timers.md": note}))
+    try:
+        hits = {hit.path: hit for hit in kb.search("stop the window timer installed earlier").results}
+        big, small = hits["window-class.md"], hits["timers.md"]
+        named = [big.section, *(other.section for other in big.also)]
+        assert sorted(named) == sorted(
+            f"Window Class > Window::{m}" for m in ("SetTimer", "OnTimer", "KillTimer")
+        )
+        assert len(big.also) == ALSO and big.section not in [other.section for other in big.also]
+        for other in big.also:  # each one is read from its offset, as a hit's own section is
+            doc = kb.load(big.path, offset=other.offset, max_tokens=8000)
+            assert doc.section == other.section and doc.stop == "section"
+        assert small.also == [] and "also" not in small.to_dict()  # read whole from its offset anyway
+        unrelated = kb.search("translucency").results
+        assert all(hit.also == [] for hit in unrelated)
+    finally:
+        kb.close()
+
+
+def test_other_sections_are_distinct_best_first_at_most_two_and_at_least_half_as_good() -> None:
+    def passage(anchor: int, score: float) -> Best:
+        return Best(1, anchor, anchor, 10, anchor, f"Page > S{anchor}", score)
+
+    pool = {1: [passage(1, 10), passage(2, 9), passage(1, 6), passage(3, 5), passage(4, 4.9)]}
+    found = other_sections(pool, {1: pool[1][0]}, [1])
+    assert found == {
+        1: [Section("Page > S2", 2), Section("Page > S3", 3)]
+    }  # S1 twice: once; S4: under half the best
+    weak = {1: [passage(1, 10), passage(2, 4.9)]}
+    assert other_sections(weak, {1: weak[1][0]}, [1]) == {}  # under half the best: not named
+    chosen_by_vector = passage(2, 9)  # the hit points at a passage that is not the pool's best
+    assert other_sections(pool, {1: chosen_by_vector}, [1]) == {
+        1: [Section("Page > S1", 1), Section("Page > S3", 3)]
+    }
+    assert other_sections(pool, {}, [1]) == {} and other_sections({}, {1: pool[1][0]}, [1]) == {}
+    many = {doc: [Best(doc, 1, 1, 10, 1, "A", 10), Best(doc, 2, 2, 10, 2, "B", 9)] for doc in range(1, 6)}
+    chosen = {doc: passages[0] for doc, passages in many.items()}
+    assert sorted(other_sections(many, chosen, [5, 4, 3, 2, 1])) == sorted(
+        [5, 4, 3][:ALSO_HITS]
+    )  # the first hits only
 
 
 def test_a_small_document_is_read_whole_from_a_results_offset(tmp_path: Path) -> None:

@@ -95,6 +95,7 @@ def search(
                 windows = dense.passage_cosines(query, [hit.doc_id for hit in unnamed])
                 best |= fusion.vector_passages(conn, compiled.match, unnamed, best, windows, pool_passages)
             shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs))
+            also = results.other_sections(pool_passages, best, [hit.doc_id for hit in hits])
     except SqliteError as exc:
         if deadline.expired:
             raise QueryError(
@@ -109,6 +110,7 @@ def search(
         snippets=shown,
         folded=folded,
         translated=translated,
+        also=also,
         servable=set(registry.extensions),
         max_tokens=max_tokens,
         compiled=compiled,

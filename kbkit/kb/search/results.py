@@ -15,6 +15,14 @@ from kbkit.kb.uris import doc_uri
 
 
 @dataclass
+class Section:
+    """A section of a hit's document: its heading path, and where a read of it starts."""
+
+    section: str
+    offset: int
+
+
+@dataclass
 class Hit:
     path: str
     title: str
@@ -31,12 +39,14 @@ class Hit:
     translations: list[str] = field(default_factory=list)
     """Languages of this page's translations left out below it (the same path in that language's
     folder, or with that language's suffix; `default`: the copy without one)."""
+    also: list[Section] = field(default_factory=list)
+    """Other sections of this document that match nearly as well, best first (docs/adr/0059)."""
 
     def to_dict(self) -> dict[str, Any]:
         item = asdict(self)
         if item["uri"] is None:
             del item["uri"]
-        for key in ("folded", "translations"):
+        for key in ("folded", "translations", "also"):
             if not item[key]:
                 del item[key]
         return item
@@ -66,6 +76,7 @@ def shaped(
     snippets: dict[int, str],
     folded: dict[int, list[str]],
     translated: dict[int, list[str]] | None = None,
+    also: dict[int, list[Section]] | None = None,
     servable: set[str],
     max_tokens: int | None,
     compiled: CompiledQuery,
@@ -93,6 +104,7 @@ def shaped(
             uri=doc_uri(ranked_hit.path) if ranked_hit.ext in servable else None,
             folded=folded.get(ranked_hit.doc_id, []),
             translations=(translated or {}).get(ranked_hit.doc_id, []),
+            also=(also or {}).get(ranked_hit.doc_id, []),
         )
         cost = estimate_tokens(hit.to_dict())
         if budget is not None and cost > budget and result.results:
@@ -119,6 +131,38 @@ def shaped(
             "in that language's folder, or with its suffix)"
         )
     return result, notes
+
+
+ALSO = 2
+"""Other sections a hit names at most: the answer to a question in plain words is often the second
+or third best-matching section of a large page (docs/adr/0059)."""
+ALSO_SHARE = 0.5
+"""A section is named only when it matches at least this share as well as the page's best passage."""
+ALSO_HITS = 3
+"""Only the first hits name other sections: those an agent reads first (each costs a reply about 40
+tokens)."""
+
+
+def other_sections(
+    pool: dict[int, list[passages.Best]], best: dict[int, passages.Best], doc_ids: list[int]
+) -> dict[int, list[Section]]:
+    """doc_id -> up to ALSO sections of that document, other than the one its hit points at, among
+    the passages the ranking pooled, best first, for the first ALSO_HITS of `doc_ids` (the hits in
+    order). No query of its own: what the pool holds."""
+    found: dict[int, list[Section]] = {}
+    for doc_id in doc_ids[:ALSO_HITS]:
+        pooled = pool.get(doc_id, [])
+        if not pooled or doc_id not in best:
+            continue
+        seen = {best[doc_id].anchor}
+        floor = ALSO_SHARE * pooled[0].score
+        for passage in pooled:
+            if len(seen) > ALSO or passage.score < floor:
+                break
+            if passage.anchor not in seen:
+                seen.add(passage.anchor)
+                found.setdefault(doc_id, []).append(Section(passage.section, passage.anchor))
+    return found
 
 
 def why_empty(conn: sqlite3.Connection, compiled: CompiledQuery, prefix: str) -> str:
