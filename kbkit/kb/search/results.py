@@ -139,8 +139,8 @@ or third best-matching section of a large page (docs/adr/0059)."""
 ALSO_SHARE = 0.5
 """A section is named only when it matches at least this share as well as the page's best passage."""
 ALSO_HITS = 3
-"""Only the first hits name other sections: those an agent reads first (each costs a reply about 40
-tokens)."""
+"""Only the first hits name other sections: those an agent reads first (a hit's `also` costs its
+reply about 30 to 40 tokens)."""
 
 
 def other_sections(
