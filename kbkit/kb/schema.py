@@ -8,6 +8,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable
 
+from kbkit.catalog.filetypes import READERS
 from kbkit.kb import passages, segment
 from kbkit.kb.fields import (
     COLUMNS,
@@ -36,7 +37,10 @@ RESEGMENTED = (
 READ_AGAIN = -1
 """The mtime a document is marked with when the next scan must extract it again though its bytes
 did not change (no file has it): an upgrade whose readers make something else of the same file."""
-REREAD_EXTENSIONS = ("md", "markdown", "html", "htm", "ipynb")
+REREAD_EXTENSIONS = tuple(
+    ext for ext, reader in READERS.items() if reader.partition(".")[0] in ("markdown", "html", "notebook")
+)
+"""The file types whose readers schema 8 changed (heading attribute lists, templates)."""
 REREAD = (
     "Markdown, HTML and notebook documents are read again by this scan: headings without their "
     "{ #id } attribute lists, site templates no longer indexed as pages (once, after an upgrade; "
