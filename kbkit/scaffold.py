@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +11,7 @@ from kbkit.config import CONFIG_FILE, load_settings
 from kbkit.config.docs import starter_config
 from kbkit.errors import ConfigError
 from kbkit.fsutil import atomic_write_text
+from kbkit.kb.sites import DOCS_DIR, MKDOCS_FILES, read_config
 from kbkit.sync.gitignore import managed_entries, update_gitignore
 
 NEXT_STEPS = (
@@ -24,10 +24,6 @@ NEXT_STEPS = (
 """What `kbkit init` tells the user to do next: the real path from here to an agent using the kb."""
 
 __all__ = ["NEXT_STEPS", "InitResult", "init_project", "starter_config"]
-
-
-MKDOCS_FILES = ("mkdocs.yml", "mkdocs.yaml")
-_DOCS_DIR = re.compile(r"""^docs_dir:\s*['"]?([^'"#\n]+?)['"]?\s*(?:#.*)?$""", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -114,7 +110,7 @@ def suggest_kb_folder(
     one chosen: the one with the most documents. Only offered: kbkit init writes what it was told."""
     best: Suggestion | None = None
     for mkdocs in _mkdocs_files(root):
-        found = _DOCS_DIR.search(mkdocs.read_text(encoding="utf-8", errors="replace"))
+        found = DOCS_DIR.search(read_config(mkdocs) or "")
         folder = (mkdocs.parent / (found.group(1).strip() if found else "docs")).resolve()
         if folder == chosen:
             return None  # the chosen folder is one a documentation tool names: nothing to offer

@@ -32,13 +32,20 @@ def describe_scan(report: ScanReport) -> str:
 def describe_excluded(report: ScanReport) -> str:
     """What the ignore rules kept out of the index, counted (they bound indexing, not reading)."""
     folders, files = report.excluded["folders"], report.excluded["files"]
+    themes = report.excluded["theme folders"]
+    theme_part = (
+        f"; {themes} site theme folder{'s' * (themes != 1)} (mkdocs.yml's custom_dir: templates, "
+        "not pages) not indexed either"
+        if themes
+        else ""
+    )
     if not folders and not files:
-        return "excluded by .kbignore and [kb] exclude_dirs: nothing"
+        return f"excluded by .kbignore and [kb] exclude_dirs: nothing{theme_part}"
     counted = [f"{folders} folder{'s' * (folders != 1)}"] if folders else []
     counted += [f"{files} file{'s' * (files != 1)}"] if files else []
     return (
         f"excluded by .kbignore and [kb] exclude_dirs: {' and '.join(counted)} "
-        "(not searched; get_document still reads them)"
+        f"(not searched; get_document still reads them){theme_part}"
     )
 
 

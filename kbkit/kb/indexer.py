@@ -24,6 +24,7 @@ from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
 from kbkit.kb.formats.registry import Registry, extension_of
 from kbkit.kb.ignore import KBIGNORE, IgnoreRules
 from kbkit.kb.schema import READ_AGAIN
+from kbkit.kb.sites import MKDOCS_FILES, read_config, theme_folder
 from kbkit.kb.store import SqliteError, Store, index_error
 
 BATCH_SIZE = 500
@@ -140,9 +141,11 @@ def scan(
 def walk(
     kb_root: Path, registry: Registry, rules: IgnoreRules, excluded: Counter[str] | None = None
 ) -> Iterator[_Seen]:
-    """Every file the index should hold: registered extension, not ignored, not a link, in size.
-    `excluded` counts what the ignore rules kept out ("folders", "files")."""
+    """Every file the index should hold: registered extension, not ignored, not a link, in size,
+    not in a site's theme folder (kb/sites.py). `excluded` counts what the ignore rules kept out
+    ("folders", "files") and the theme folders passed by ("theme folders")."""
     extensions = set(registry.extensions)
+    themes: set[str] = set()
     stack = [("", str(kb_root))]
     while stack:
         rel_dir, abs_dir = stack.pop()
@@ -150,6 +153,7 @@ def walk(
             entries = list(os.scandir(abs_dir))
         except OSError:
             continue  # an unreadable folder is skipped; get_document will say why if asked
+        themes.update(_theme_folders(entries, rel_dir))
         for entry in entries:
             if not _is_utf8(entry.name):
                 continue  # a name that is not UTF-8 cannot be a path in the index or a URI
@@ -159,7 +163,10 @@ def walk(
             except OSError:
                 continue
             if stat.S_ISDIR(info.st_mode):
-                if not rules.skips_dir(rel, entry.name):
+                if rel in themes:
+                    if excluded is not None:
+                        excluded["theme folders"] += 1
+                elif not rules.skips_dir(rel, entry.name):
                     stack.append((rel, entry.path))
                 elif excluded is not None:
                     excluded["folders"] += 1
@@ -168,6 +175,15 @@ def walk(
                     yield _Seen(rel, info.st_size, info.st_mtime_ns)
                 elif excluded is not None and rel != KBIGNORE:
                     excluded["files"] += 1
+
+
+def _theme_folders(entries: list[os.DirEntry[str]], rel_dir: str) -> Iterator[str]:
+    """The theme folders the site configs among `entries` name (at most one each)."""
+    for entry in entries:
+        if entry.name in MKDOCS_FILES and entry.is_file(follow_symlinks=False):
+            text = read_config(Path(entry.path))
+            if text is not None and (folder := theme_folder(text, rel_dir)) is not None:
+                yield folder
 
 
 def _is_utf8(name: str) -> bool:

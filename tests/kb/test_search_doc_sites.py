@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from kbkit.cli import app
 from kbkit.config import load_settings
+from kbkit.kb import sites
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.formats import html, markdown
 from kbkit.kb.formats.markdown import heading_attributes, plain_inline
@@ -175,6 +176,84 @@ def test_the_themes_templates_are_skipped_as_templates_and_said_so(site: Path) -
     assert "en/overrides/main.html" in done.output and "en/overrides/partials/copyright.html" in done.output
     assert "template" in done.output
     assert "en/docs/templates.html" not in done.output  # Jinja shown inside <pre><code> is a page's example
+
+
+MKDOCS_YML = """site_name: FastAPI
+theme:
+  name: material
+  custom_dir: overrides  # the theme's templates and partials
+markdown_extensions:
+  pymdownx.emoji:
+    emoji_index: !!python/name:material.extensions.emoji.twemoji
+"""
+SPONSORS_PARTIAL = """<div class="item">
+  <a title="Cryptocurrency Payment Gateway" href="https://example.com/?ref=site" target="_blank">
+    <span class="sponsor-badge">sponsor</span>
+    <img class="sponsor-image" src="/img/sponsors/gateway.png" alt="Cryptocurrency Payment Gateway" />
+  </a>
+</div>
+"""
+
+
+def indexed_paths(root: Path) -> set[str]:
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        return {row[0] for row in kb.store.reader().execute("SELECT path FROM documents")}
+    finally:
+        kb.close()
+
+
+def test_the_theme_folder_mkdocs_yml_names_is_not_indexed_not_even_its_plain_partials(tmp_path: Path) -> None:
+    """A partial of sponsor links holds no template statement, yet it is the theme's, not a page:
+    the site's config says so, and the indexer reads it; without the config the partial is a page."""
+    site = make_project(
+        tmp_path / "p",
+        {**SITE, "en/mkdocs.yml": MKDOCS_YML, "en/overrides/partials/banner-sponsors.html": SPONSORS_PARTIAL},
+    )
+    done = CliRunner().invoke(app, ["index", "--root", str(site), "--skipped"])
+    assert done.exit_code == 0, done.output
+    assert "1 site theme folder (mkdocs.yml's custom_dir" in done.output
+    assert "overrides" not in done.output  # passed by, not refused file by file
+    assert not any("/overrides/" in path for path in indexed_paths(site))
+    assert FORMS in indexed_paths(site)
+
+    (site / "docs" / "en" / "mkdocs.yml").unlink()
+    assert "en/overrides/partials/banner-sponsors.html" in indexed_paths(site)
+
+
+@pytest.mark.parametrize(
+    ("config", "config_dir", "expected"),
+    [
+        ("theme:\n  custom_dir: overrides\n", "en", "en/overrides"),
+        ("theme:\n  custom_dir: 'theme/custom'  # ours\n", "", "theme/custom"),
+        ("theme:\n    custom_dir: ./overrides/\n", "en", "en/overrides"),
+        ("theme:\n  custom_dir: ../../etc\n", "en", None),  # not below the config's folder
+        ("theme:\n  custom_dir: ../docs\n", "en", None),
+        ("theme:\n  custom_dir: /etc\n", "", None),
+        ("theme:\n  custom_dir: .\n", "en", None),  # the config's own folder holds the pages too
+        ("theme:\n  custom_dir: en/..\n", "", None),
+        ("custom_dir: overrides\n", "", None),  # only a theme's key, indented under it
+        ("theme: material\n", "", None),
+    ],
+)
+def test_only_a_theme_folder_below_the_config_is_taken(
+    config: str, config_dir: str, expected: str | None
+) -> None:
+    assert sites.theme_folder(config, config_dir) == expected
+
+
+def test_a_config_that_cannot_be_read_names_no_theme_and_indexing_goes_on(tmp_path: Path) -> None:
+    oversize = "theme:\n  custom_dir: overrides\n" + "# padding\n" * (sites.MAX_CONFIG_BYTES // 10)
+    for name, config in [("big", oversize), ("binary", b"\xff\xfe\x00theme:\n  custom_dir: overrides\n")]:
+        site = make_project(
+            tmp_path / name, {"mkdocs.yml": config, "overrides/page.md": "# Theme notes\n\nKept.\n"}
+        )
+        assert "overrides/page.md" in indexed_paths(site)
+    linked = make_project(tmp_path / "linked", {"overrides/page.md": "# Theme notes\n\nKept.\n"})
+    (tmp_path / "elsewhere.yml").write_text("theme:\n  custom_dir: overrides\n", encoding="utf-8")
+    (linked / "docs" / "mkdocs.yml").symlink_to(tmp_path / "elsewhere.yml")
+    assert "overrides/page.md" in indexed_paths(linked)  # a link is not the site's own config
 
 
 @pytest.mark.anyio
