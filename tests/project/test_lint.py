@@ -39,9 +39,10 @@ def _mypy(*args: str) -> tuple[str, int]:
 
 
 @pytest.mark.processes
-def test_ruff_finds_nothing() -> None:
+@pytest.mark.parametrize("command", [["check", "--no-cache"], ["format", "--check", "--no-cache"]])
+def test_ruff_finds_nothing(command: list[str]) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", "kbkit", "tests", "bench"],
+        [sys.executable, "-m", "ruff", *command, "kbkit", "tests", "bench"],
         cwd=REPO,
         capture_output=True,
         text=True,

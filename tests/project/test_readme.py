@@ -80,7 +80,8 @@ def between(page: str, start: str, end: str) -> str:
 
 def test_the_key_table_is_written_from_the_config_model() -> None:
     table = between("docs/configuration.md", TABLE_START, TABLE_END)
-    assert table == key_table(), "docs/configuration.md's key table is stale; replace it with:\n" + key_table()
+    stale = "docs/configuration.md's key table is stale; replace it with:\n"
+    assert table == key_table(), stale + key_table()
     rows = table.splitlines()[2:]
     assert len(rows) == sum(1 for _ in key_docs())
     assert {row.split("`")[1].split("]")[0][1:] for row in rows} == {name for name, _ in sections()}
@@ -186,7 +187,9 @@ def test_readme_is_a_front_door_whose_links_resolve() -> None:
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 200
     report = (ROOT / "docs" / "benchmarks.md").read_text()
-    assert len(report.splitlines()) <= 300, "docs/benchmarks.md reports current figures; move details to docs/archive/"
+    assert len(report.splitlines()) <= 300, (
+        "docs/benchmarks.md reports current figures; move details to docs/archive/"
+    )
     pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
     for page in pages:
         for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", page.read_text()):

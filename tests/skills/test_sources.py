@@ -157,7 +157,8 @@ def test_a_source_that_cannot_be_fetched_says_so_in_one_line(tmp_path: Path, git
         capture_output=True,
         text=True,
     )
-    assert result.returncode == 4 and "Traceback" not in result.stderr  # the remote's problem, not the input's
+    # exit 4: the remote's problem, not the input's
+    assert result.returncode == 4 and "Traceback" not in result.stderr
     assert result.stderr.startswith("kbkit: error: acme/skills@no-such-tag: cannot fetch no-such-tag")
     assert len(result.stderr.strip().splitlines()) == 1
 
