@@ -115,6 +115,10 @@ class _Remembered:
         self._ranker = ranker
         self._seen: dict[tuple[str, int, str], list[tuple[int, float, int]]] = {}
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self._ranker.languages
+
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         key = (query, limit, path_prefix)
         if key not in self._seen:

@@ -22,7 +22,7 @@ def check_search(ctx: Context) -> list[Finding]:
                 Finding(
                     "search",
                     "warn",
-                    f"hybrid, BM25 + {kb.hybrid.files.name}; no index yet",
+                    f"hybrid, BM25 + {kb.hybrid.files.shown}; no index yet",
                     "run kbkit index",
                 )
             ]

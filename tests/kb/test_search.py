@@ -20,6 +20,7 @@ from kbkit.kb.search import (
     search_sql,
     snippet_window,
 )
+from kbkit.kb.search.translations import mostly_written_in
 from tests.helpers.project import make_project
 
 
@@ -161,6 +162,8 @@ class _FixedDense:
     """A dense ranking (no model) of every page: the cosines given, the other pages far below
     (0.15 and less), as a sentence model scores a question against pages off its topic."""
 
+    languages: frozenset[str] | None = None
+
     def __init__(
         self,
         kb: KnowledgeBase,
@@ -182,6 +185,61 @@ class _FixedDense:
 
     def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
         return {doc_id: self._windows[doc_id] for doc_id in doc_ids if doc_id in self._windows}
+
+
+MIXED_PAGES = {
+    "deploy.md": "# 部署指南\n\n部署 the service: when a container has no network, do I restart it?\n",
+    "other.md": "# 其他\n\n无关的页面: nothing about containers.\n",
+    **{f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i} and its history.\n" for i in range(6)},
+}
+
+
+@pytest.mark.parametrize(
+    ("languages", "query", "fused"),
+    [
+        (frozenset({"en"}), "部署 指南", False),
+        (frozenset({"en"}), "部署container指南", False),  # mostly Chinese: a Han character weighs 3 letters
+        (frozenset({"en"}), "запустить сервис", False),
+        # Latin script: taken as English, "no" and "do" (Portuguese function words) included
+        (frozenset({"en"}), "container has no network, do I restart", True),
+        (frozenset({"en"}), "部署 the service container", True),  # mostly English
+        (frozenset({"en"}), "IL-1β network restart", True),  # a Greek letter in an English name
+        (None, "部署 指南", True),  # a model whose languages are not known reads every query
+        (frozenset({"zh", "en"}), "部署 指南", True),
+    ],
+)
+def test_a_query_in_a_script_the_model_was_not_trained_on_is_ranked_by_its_words(
+    tmp_path: Path, languages: frozenset[str] | None, query: str, fused: bool
+) -> None:
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", MIXED_PAGES)))
+    try:
+        kb.scan()
+        dense = _FixedDense(kb, {"other.md": 0.9, "deploy.md": 0.2})
+        dense.languages = languages
+        alone = [(hit.path, hit.score) for hit in search(kb.store, kb.registry, query).results]
+        both = [(hit.path, hit.score) for hit in search(kb.store, kb.registry, query, dense=dense).results]
+        assert (both != alone) is fused
+    finally:
+        kb.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "languages"),
+    [
+        ("用WebSocket实现实时聊天", {"zh", "ja"}),
+        ("WebSocketでリアルタイムチャット", {"ja"}),
+        ("netlify 계정에", {"ko"}),
+        ("บังคับ การเข้ารหัส", {"th"}),
+        ("ابدأ نشاطا بتحديد", {"ar", "fa", "ur", "ps", "ku", "sd", "ug"}),
+        ("Deletion of αvβ8 does not result in a spontaneous inflammatory phenotype", None),
+        ("Mice without IFN-γ or its receptor are resistant to EAM", None),
+        ("ressourcen yaml", None),
+        ("", None),
+        ("1234 -- !!", None),
+    ],
+)
+def test_the_script_most_of_a_query_is_written_in(query: str, languages: set[str] | None) -> None:
+    assert mostly_written_in(query) == (None if languages is None else frozenset(languages))
 
 
 API_PAGES = {

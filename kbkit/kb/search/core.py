@@ -57,6 +57,8 @@ def search(
     if max_tokens is not None and max_tokens < MIN_MAX_TOKENS:
         raise QueryError(f"max_tokens must be at least {MIN_MAX_TOKENS}")
     compiled = compile_query(query)
+    if dense is not None and not fusion.reads(dense, query):
+        dense = None
     prefix = (path_prefix or "").lstrip("/")
     try:
         prefix.encode("utf-8")

@@ -8,6 +8,7 @@ import sqlite3
 from typing import Protocol
 
 from kbkit.kb import passages
+from kbkit.kb.search import translations
 from kbkit.kb.search.ranking import Ranked, add_rows
 
 LEXICAL_WEIGHT = 0.5
@@ -28,11 +29,26 @@ class DenseRanker(Protocol):
     """A ranking by meaning (the `semantic` extra): document ids, best first, with their similarity
     and where the text of their most similar piece starts (characters of the served text)."""
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        """The languages its model was trained on; None when not known (kb/semantic/model.py)."""
+        ...
+
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]: ...
 
     def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
         """doc_id -> (where each of its passage windows' text starts, its cosine with `query`)."""
         ...
+
+
+def reads(dense: DenseRanker, query: str) -> bool:
+    """Whether the dense ranking may speak for `query`: its model's languages are not known, the
+    query is mostly in the Latin script (whose language a few words cannot tell: "no", "do" and
+    "die" are English too), or mostly in a script its model was trained on. A query it cannot
+    read is ranked by its words alone, as with hybrid search off (docs/adr/0061)."""
+    known = dense.languages
+    written = translations.mostly_written_in(query)
+    return known is None or written is None or not known.isdisjoint(written)
 
 
 def normalised(pairs: list[tuple[int, float]]) -> dict[int, float]:

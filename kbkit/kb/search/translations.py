@@ -91,13 +91,45 @@ DEFAULT_LANGUAGES = frozenset({DEFAULT, "en"})
 """The copies a query in no other language prefers: the unsuffixed one, else English."""
 
 
+def script_languages(query: str) -> frozenset[str] | None:
+    """The languages written in the first script of SCRIPTS that `query` holds; None for a query
+    in the Latin script alone (or in none of these)."""
+    for pattern, languages in _SCRIPTS:
+        if pattern.search(query):
+            return languages
+    return None
+
+
+WORDLIKE_SCRIPTS = 3
+"""SCRIPTS[:3] (kana, Hangul, Han) write a syllable or a word a character: each counts as this
+many letters of an alphabet when `mostly_written_in` weighs a query's scripts."""
+
+
+def mostly_written_in(query: str) -> frozenset[str] | None:
+    """The languages of the script of SCRIPTS most of `query` is written in; None when most of it
+    is in the Latin script. A Greek letter in an English claim (`IL-1β`, `NF-κB`) or one Chinese
+    word in an English question leaves it English; `用WebSocket实现实时聊天` is Chinese."""
+    weighed = [
+        (
+            len(pattern.findall(query)) * (WORDLIKE_SCRIPTS if index < 3 else 1),
+            len(pattern.findall(query)),
+            languages,
+        )
+        for index, (pattern, languages) in enumerate(_SCRIPTS)
+    ]
+    other = sum(count for _, count, _ in weighed)
+    latin = sum(char.isalpha() for char in query) - other
+    weight, _, languages = max(weighed, key=lambda found: found[0])
+    return languages if weight and weight >= latin else None
+
+
 def query_languages(query: str) -> frozenset[str]:
     """The languages `query` may be written in: from its script (Japanese for kana, Korean for
     Hangul, Chinese or Japanese for Han alone, ...), and for the Latin script from its function
     words (FUNCTION_WORDS), else the default language (DEFAULT_LANGUAGES)."""
-    for pattern, languages in _SCRIPTS:
-        if pattern.search(query):
-            return languages
+    written = script_languages(query)
+    if written is not None:
+        return written
     words = set(query.lower().split())
     counts = {language: len(words & marks) for language, marks in FUNCTION_WORDS.items()}
     best = max(counts.values())

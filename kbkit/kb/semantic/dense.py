@@ -41,6 +41,10 @@ class DenseIndex:
         self._asked: tuple[str, Any] | None = None
         """The last query and its vector: `passage_cosines` after `rank` embeds it once."""
 
+    @property
+    def languages(self) -> frozenset[str] | None:
+        return self._encoder.files.languages
+
     def _load(self) -> None:
         np = self._encoder._np
         conn = self._store.reader()

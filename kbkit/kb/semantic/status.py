@@ -36,10 +36,10 @@ def describe(
             return True, "search: BM25 (hybrid off: [search] semantic = false)"
         return False, f"search: BM25 only; hybrid is on in kbkit.toml but cannot run: {off_reason}"
     if conn is None:  # a server's index is still being opened: it embeds once that is done
-        return True, f"search: hybrid, BM25 + {hybrid.files.name}; documents are embedded in the background"
+        return True, f"search: hybrid, BM25 + {hybrid.files.shown}; documents are embedded in the background"
     total: int = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
     embedded = embedded_count(conn)
-    line = f"search: hybrid, BM25 + {hybrid.files.name}; {embedded} of {total} documents embedded"
+    line = f"search: hybrid, BM25 + {hybrid.files.shown}; {embedded} of {total} documents embedded"
     if hybrid.last_error:
         return False, f"{line}; the last embedding pass failed: {hybrid.last_error}"
     if embedded < total:
