@@ -109,17 +109,11 @@ def mostly_written_in(query: str) -> frozenset[str] | None:
     """The languages of the script of SCRIPTS most of `query` is written in; None when most of it
     is in the Latin script. A Greek letter in an English claim (`IL-1β`, `NF-κB`) or one Chinese
     word in an English question leaves it English; `用WebSocket实现实时聊天` is Chinese."""
-    weighed = [
-        (
-            len(pattern.findall(query)) * (WORDLIKE_SCRIPTS if index < 3 else 1),
-            len(pattern.findall(query)),
-            languages,
-        )
-        for index, (pattern, languages) in enumerate(_SCRIPTS)
-    ]
-    other = sum(count for _, count, _ in weighed)
-    latin = sum(char.isalpha() for char in query) - other
-    weight, _, languages = max(weighed, key=lambda found: found[0])
+    counts = [len(pattern.findall(query)) for pattern, _ in _SCRIPTS]
+    latin = sum(char.isalpha() for char in query) - sum(counts)
+    weights = [count * (WORDLIKE_SCRIPTS if index < 3 else 1) for index, count in enumerate(counts)]
+    weight = max(weights)
+    languages = _SCRIPTS[weights.index(weight)][1]
     return languages if weight and weight >= latin else None
 
 
