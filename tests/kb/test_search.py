@@ -15,6 +15,7 @@ from kbkit.kb.search import (
     MAX_TERMS,
     SNIPPET_CHARS,
     compile_query,
+    fusion,
     marker,
     search,
     search_sql,
@@ -219,6 +220,31 @@ def test_a_query_in_a_script_the_model_was_not_trained_on_is_ranked_by_its_words
         alone = [(hit.path, hit.score) for hit in search(kb.store, kb.registry, query).results]
         both = [(hit.path, hit.score) for hit in search(kb.store, kb.registry, query, dense=dense).results]
         assert (both != alone) is fused
+    finally:
+        kb.close()
+
+
+def test_a_query_of_keywords_gives_its_words_a_larger_share_of_the_fusion(tmp_path: Path) -> None:
+    """Vectors rank a few keywords worse than a sentence (docs/adr/0062): BM25 weighs 0.6 for
+    them, 0.5 for a sentence; a benchmark's own weight overrides both."""
+    assert compile_query("container network restart").keywords
+    assert not compile_query("how do I restart the network of a container").keywords
+    assert fusion.lexical_share(True, None) == fusion.KEYWORDS_LEXICAL_WEIGHT == 0.6
+    assert fusion.lexical_share(False, None) == fusion.LEXICAL_WEIGHT == 0.5
+    assert fusion.lexical_share(True, 0.3) == 0.3
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", MIXED_PAGES)))
+    try:
+        kb.scan()
+        dense = _FixedDense(kb, {"other.md": 0.9, "deploy.md": 0.2})
+
+        def scored(query: str, weight: float | None) -> list[tuple[str, float]]:
+            found = search(kb.store, kb.registry, query, dense=dense, lexical_weight=weight).results
+            return [(hit.path, hit.score) for hit in found]
+
+        keywords = "container network restart"
+        assert scored(keywords, None) == scored(keywords, 0.6) != scored(keywords, 0.5)
+        sentence = "how do I restart the network of a container"
+        assert scored(sentence, None) == scored(sentence, 0.5) != scored(sentence, 0.6)
     finally:
         kb.close()
 

@@ -8,7 +8,7 @@ from kbkit.errors import QueryError
 from kbkit.kb import passages
 from kbkit.kb.formats.registry import Registry
 from kbkit.kb.search import fusion, naming, ranking, results, translations
-from kbkit.kb.search.fusion import LEXICAL_WEIGHT, DenseRanker
+from kbkit.kb.search.fusion import DenseRanker
 from kbkit.kb.search.query import compile_query
 from kbkit.kb.search.snippets import marker, snippets
 from kbkit.kb.store import Deadline, SqliteError, Store, index_error
@@ -35,8 +35,8 @@ class SearchOptions(TypedDict, total=False):
     path_prefix: str | None
     max_tokens: int | None
     seconds: float | None
-    lexical_weight: float
-    """BM25's share when a dense ranking is fused in (fusion.LEXICAL_WEIGHT; benchmarks vary it)."""
+    lexical_weight: float | None
+    """BM25's share when a dense ranking is fused in (None: fusion.lexical_share; benchmarks vary it)."""
 
 
 def search(
@@ -49,7 +49,7 @@ def search(
     max_tokens: int | None = DEFAULT_MAX_TOKENS,
     dense: DenseRanker | None = None,
     seconds: float | None = None,
-    lexical_weight: float = LEXICAL_WEIGHT,
+    lexical_weight: float | None = None,
 ) -> results.SearchResult:
     """Rank the documents matching `query`; `seconds` is the time budget (SEARCH_SECONDS)."""
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
@@ -80,7 +80,8 @@ def search(
             near = dense.rank(query, pool, path_prefix=prefix) if dense is not None else []
             if dense is not None:
                 cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
-                ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=lexical_weight)
+                share = fusion.lexical_share(compiled.keywords, lexical_weight)
+                ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=share)
             ranked, _ = translations.fold(ranked, translations.query_languages(query))
             hits, folded = ranking.fold(ranked)
             hits = hits[:limit]

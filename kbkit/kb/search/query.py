@@ -43,6 +43,8 @@ class CompiledQuery:
     """The query's words as the naming rules compare them (`named`): names split, rough stems."""
     runs: tuple[str, ...] = ()
     """The query's runs of unspaced script (`部署指南`), which a snippet marks whole where it can."""
+    keywords: bool = False
+    """No stop word: a few keywords (`pretty print json`), not a sentence (fusion.lexical_share)."""
 
 
 MAX_RUN_CHARS = 64
@@ -69,6 +71,7 @@ def compile_query(text: str) -> CompiledQuery:
         dropped_terms=len(unique) - len(terms),
         stems=frozenset(stems(text)),
         runs=tuple(runs)[:MAX_TERMS],
+        keywords=len(kept) == len(words),
     )
 
 
