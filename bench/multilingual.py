@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._util import data_dir, print_table, unpack
+from bench.search_quality import hybrid_available
 from kbkit.config import load_settings
 from kbkit.kb import segment
 from kbkit.kb.base import KnowledgeBase
@@ -284,6 +285,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--methods", default="fts5,bigram,kbkit,phrase-all,icu")
     parser.add_argument("--languages", default=",".join(LANGUAGES))
     args = parser.parse_args(argv)
+    if "hybrid" in args.methods.split(",") and (why := hybrid_available()) is not None:
+        parser.error(f"the hybrid method needs hybrid search to run: {why}")
     options: dict[str, Any] = {
         "languages": args.languages.split(","),
         "methods": args.methods.split(","),

@@ -56,7 +56,8 @@ class ScanReport:
     """Set when the scan was told to stop: what it did is committed, the next scan does the rest."""
     excluded: Counter[str] = field(default_factory=Counter)
     """What `.kbignore` and `[kb] exclude_dirs` kept out: "folders" (not looked into) and "files"
-    (with a registered extension), so `kbkit index --skipped` can say what the rules took."""
+    (with a registered extension), and the site theme folders passed by ("theme folders",
+    kb/sites.py), so `kbkit index --skipped` can say what the rules took."""
 
     @property
     def touched(self) -> bool:
