@@ -143,17 +143,28 @@ def _open_failed(shown: str, exc: OSError, then: str) -> UnreadableFile | Enviro
     return EnvironmentProblem(f"{shown} cannot be read ({exc.strerror or exc})", fix=f"check the file{then}")
 
 
-def atomic_write_text(path: Path, text: str) -> bool:
-    """Write `text` to `path` atomically, keeping an existing file's mode.
+def private_folder(path: Path) -> Path:
+    """Make `path` (and missing parents) as a folder only its owner may enter: `.kbkit/` holds the
+    index of every document, the tokens file and what sync wrote."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return path
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, through_link: bool = False) -> bool:
+    """Write `text` to `path` atomically, keeping an existing file's mode (`mode` for a new one).
 
     Returns False (and touches nothing) when the file already holds exactly this text, so a
-    second run leaves bytes and mtimes alone.
+    second run leaves bytes and mtimes alone. `through_link`: when `path` is a symbolic link, the
+    file it points at is replaced and the link kept (a member's `.env.local` kept elsewhere).
     """
     data = text.encode("utf-8")
+    if through_link and path.is_symlink():
+        path = path.resolve()
+    new_mode = mode
     try:
         info = path.stat()
     except FileNotFoundError:
-        mode = 0o644
+        mode = new_mode
     else:
         if not stat.S_ISREG(info.st_mode):  # reading a FIFO would block; a folder cannot be replaced
             raise _not_a_file(str(path), _kind(info.st_mode), "")

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbkit.config import CONFIG_FILE, load_settings
+from kbkit.config import CONFIG_FILE, load_settings, trust
 from kbkit.config.docs import starter_config
 from kbkit.errors import ConfigError
 from kbkit.fsutil import atomic_write_text
@@ -72,6 +72,9 @@ def init_project(root: Path, *, kb_path: str = "docs", force: bool = False) -> I
     created = written and not kb_folder.exists()
     if created:
         kb_folder.mkdir(parents=True)
+    if written and not kb_folder.is_relative_to(root):  # chosen on this member's own command line
+        as_written = trust.config_parts(load_settings(root, as_written=True))
+        trust.allow(root, [part for part in as_written if part.key == "kb.path"])
     settings = load_settings(root)  # the file kept or written must load: say so now, not at first use
     changed = update_gitignore(root, managed_entries(settings))
     documents = count_documents(settings.kb_path, settings.exclude_dirs)

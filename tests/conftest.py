@@ -116,6 +116,15 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True)
+def trust_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test's own state folder, where `kbkit trust` records what the member allowed: what one
+    test trusts never reaches another, nor the account running the suite."""
+    folder = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")

@@ -2,52 +2,50 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from kbkit.cli.common import RootOption
 
 
-def trust(root: RootOption = None) -> None:
-    """Allow what kbkit.toml asks of this machine (review it first): its [memory] command, its team
-    servers, and auth settings that widen who may call `kbkit serve --http`."""
+def trust(
+    parts: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Only these parts (e.g. memory, servers.wiki, sync.remote_url, skills); default: all."
+        ),
+    ] = None,
+    show: Annotated[
+        bool, typer.Option("--show", help="Show what changed since you trusted it; allow nothing.")
+    ] = False,
+    root: RootOption = None,
+) -> None:
+    """Review and allow what the repository asks of this machine: team servers, [memory], the remote
+    kb URL, skill sources, a kb folder outside the project, and who may call `kbkit serve --http`.
+    Shows what changed since you last trusted each part; allows all of it, or the parts you name."""
     from kbkit.config import load_settings
-    from kbkit.config.trust import (
-        auth_trust,
-        command_trust,
-        trust_auth,
-        trust_command,
-        trust_path,
-        trust_servers,
-    )
+    from kbkit.config.trust import trust_path
+    from kbkit.diagnostics.trust import allow, review
 
-    settings = load_settings(root)
-    for name, state in trust_servers(settings).items():  # the team servers kbkit starts
-        if state.tracked:
-            verb = "already trusted" if state.trusted else "trusted"
-            typer.echo(f"{verb}: [servers.{name}] `{' '.join(state.command)}` for {settings.root}")
-    before = command_trust(settings)
-    auth = auth_trust(settings)
-    if before is None and not auth.current:
-        if not settings.servers:
-            typer.echo("nothing to trust: kbkit.toml has no [memory] command, team servers or auth settings")
+    settings = load_settings(root, as_written=True)
+    waiting = review(settings)
+    if not waiting:
+        typer.echo("nothing waits: what the repository asks of this machine is trusted, or your own")
         return
-    if before is not None:
-        shown = " ".join(before.command)
-        if not before.tracked:
-            typer.echo(f"nothing to trust: [memory] command `{shown}` comes from kbkit.local.toml (your own)")
-        else:
-            trust_command(settings)
-            verb = "already trusted" if before.trusted else "trusted"
-            typer.echo(f"{verb}: `{shown}` for {settings.root} (recorded in {trust_path()})")
-            if not before.trusted:
-                typer.echo(
-                    "restart your agents so kbkit serve starts it; a changed command needs kbkit trust again"
-                )
-    if auth.current:
-        trust_auth(settings)
-        keys = ", ".join(key.removeprefix("server.") for key in auth.current)
-        if auth.widened:
-            typer.echo(f"trusted: kbkit.toml's {keys} for {settings.root} ({'; '.join(auth.widened)})")
-            typer.echo("restart kbkit serve --http to apply them; a change that widens access needs it again")
-        else:
-            typer.echo(f"already trusted: kbkit.toml's {keys}")
+    named = set(parts or ())
+    for item in waiting:
+        if named and item.key not in named:
+            continue
+        typer.echo(f"{item.key}: {item.heading}")
+        for line in item.lines:
+            typer.echo(line)
+    if show:
+        keys = " ".join(item.key for item in waiting)
+        typer.echo(f"to allow: kbkit trust (all), or kbkit trust PART ... (parts: {keys})")
+        return
+    done = allow(settings, waiting, parts or ())
+    typer.echo(
+        f"trusted: {', '.join(item.key for item in done)} for {settings.root} (recorded in {trust_path()})"
+    )
+    typer.echo("restart your agents; run `kbkit sync` so their files have what was left out until now")

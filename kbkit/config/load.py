@@ -10,138 +10,30 @@ import io
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from dotenv import dotenv_values
 from pydantic import TypeAdapter, ValidationError
 
+from kbkit.config import repo, trust
 from kbkit.config.fields import Invalid, Section, nearest
 from kbkit.config.model import (
-    Http,
-    Kb,
     KbkitConfig,
-    Memory,
-    Search,
-    Server,
-    Skills,
-    Sync,
     keys,
     section_at,
     sections,
 )
 from kbkit.config.servers import TeamServer
+from kbkit.config.settings import (
+    CONFIG_FILE,
+    ENV_FILE,
+    LOCAL_CONFIG_FILE,
+    Settings,
+    origin_of,
+)
 from kbkit.errors import ConfigError
 from kbkit.fsutil import read_text_file
-
-CONFIG_FILE = "kbkit.toml"
-LOCAL_CONFIG_FILE = "kbkit.local.toml"
-ENV_FILE = ".env.local"
-STATE_DIR = ".kbkit"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The validated configuration of one project, plus where it lives and its environment.
-
-    New code reads a key as `settings.<section>.<key>` (e.g. `settings.sync.remote_url`); the
-    short names below (`server_name`, `sync_clients`, ...) are the same values under the names
-    the code has always used.
-    """
-
-    root: Path
-    """The project root: the folder holding kbkit.toml (absolute, resolved)."""
-    kb_path: Path
-    """The knowledge-base folder (absolute, resolved)."""
-    config: KbkitConfig = field(default_factory=KbkitConfig)
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    """The process environment over `.env.local` (real variables win). Never printed."""
-    sources: tuple[Path, ...] = ()
-    """The files read, in overlay order."""
-    origins: Mapping[str, Path] = field(default_factory=dict, repr=False)
-    """Dotted key (or table) -> the file that set it; keys left at their default are absent."""
-
-    @property
-    def kb(self) -> Kb:
-        return self.config.kb
-
-    @property
-    def server(self) -> Server:
-        return self.config.server
-
-    @property
-    def http(self) -> Http:
-        return self.config.server.http
-
-    @property
-    def sync(self) -> Sync:
-        return self.config.sync
-
-    @property
-    def skills(self) -> Skills:
-        return self.config.skills
-
-    @property
-    def memory(self) -> Memory:
-        return self.config.memory
-
-    @property
-    def search(self) -> Search:
-        return self.config.search
-
-    @property
-    def servers(self) -> Mapping[str, TeamServer]:
-        """The team's other MCP servers, `[servers.<name>]`, by name."""
-        return self.config.servers
-
-    @property
-    def exclude_dirs(self) -> tuple[str, ...]:
-        return self.config.kb.exclude_dirs
-
-    @property
-    def watch(self) -> bool:
-        return self.config.kb.watch
-
-    @property
-    def parsers(self) -> tuple[str, ...]:
-        return self.config.parsers.enabled
-
-    @property
-    def server_name(self) -> str:
-        return self.config.server.name
-
-    @property
-    def server_tools(self) -> tuple[str, ...]:
-        return self.config.server.tools
-
-    @property
-    def sync_clients(self) -> tuple[str, ...]:
-        return self.config.sync.clients
-
-    @property
-    def sync_remote_url(self) -> str:
-        return self.config.sync.remote_url
-
-    @property
-    def skills_agents(self) -> tuple[str, ...]:
-        return self.config.skills.agents
-
-    @property
-    def skills_mode(self) -> str:
-        return self.config.skills.mode
-
-    @property
-    def state_dir(self) -> Path:
-        return self.root / STATE_DIR
-
-    @property
-    def index_path(self) -> Path:
-        return self.state_dir / "index.db"
-
-    def origin(self, dotted: str) -> str:
-        """The name of the file a key's value came from (kbkit.toml for defaults)."""
-        return _origin_of(self.origins, tuple(dotted.split(".")))
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -160,8 +52,14 @@ def find_root(start: Path | None = None) -> Path:
     )
 
 
-def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None = None) -> Settings:
-    """Read and validate the configuration of the project at `root` (or the nearest one)."""
+def load_settings(
+    root: Path | None = None, *, environ: Mapping[str, str] | None = None, as_written: bool = False
+) -> Settings:
+    """Read and validate the configuration of the project at `root` (or the nearest one).
+
+    What the tracked files changed that this member has not trusted is set back to what they did
+    trust (or off), and listed in `pending` (trust.py); `as_written` skips that, for `kbkit trust`
+    itself, which shows and records the values as written."""
     root = find_root() if root is None else Path(root).expanduser().resolve()
     if root.exists() and not root.is_dir():
         raise ConfigError(f"--root {root} is not a folder", fix="pass the project folder")
@@ -181,7 +79,7 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
     except ValidationError as exc:
         raise _translate(exc.errors()[0], origins) from None
 
-    kb_file = _origin_of(origins, ("kb", "path"))
+    kb_file = origin_of(origins, ("kb", "path"))
     kb_path = _kb_folder(root, config.kb.path, kb_file)
     if not kb_path.is_dir():
         what = "is not a folder" if kb_path.exists() else "does not exist"
@@ -191,14 +89,18 @@ def load_settings(root: Path | None = None, *, environ: Mapping[str, str] | None
             key="kb.path",
             fix="create it or set [kb] path to your docs folder",
         )
-    return Settings(
+    settings = Settings(
         root=root,
         kb_path=kb_path,
         config=config,
         env=load_env(root, environ),
         sources=tuple(sources),
         origins=origins,
+        tracked_files=frozenset(
+            {CONFIG_FILE, *repo.tracked(root, [LOCAL_CONFIG_FILE] if local is not None else [])}
+        ),
     )
+    return settings if as_written else trust.apply(settings)
 
 
 def check_option(option: str, dotted: str, value: object) -> None:
@@ -234,7 +136,8 @@ def read_env_file(root: Path) -> dict[str, str]:
     text = read_text_file(root / ENV_FILE)
     if text is None:
         return {}
-    values = dotenv_values(stream=io.StringIO(text.removeprefix("\ufeff")))
+    # Literally, as agents' env files are read: a password holding `${` reaches the server as written.
+    values = dotenv_values(stream=io.StringIO(text.removeprefix("\ufeff")), interpolate=False)
     return {name: value for name, value in values.items() if value is not None}
 
 
@@ -271,14 +174,6 @@ def _overlay(
             into[name] = value
 
 
-def _origin_of(origins: Mapping[str, Path], loc: tuple[str, ...]) -> str:
-    for depth in range(len(loc), 0, -1):
-        found = origins.get(".".join(loc[:depth]))
-        if found is not None:
-            return found.name
-    return CONFIG_FILE
-
-
 _TYPE_NAMES = {
     "string_type": "a string",
     "int_type": "a whole number",
@@ -295,7 +190,7 @@ def _translate(error: Mapping[str, Any], origins: Mapping[str, Path]) -> ConfigE
     cause = (error.get("ctx") or {}).get("error")
     if isinstance(cause, Invalid) and cause.key:
         loc = (*loc, cause.key)
-    file = _origin_of(origins, loc)
+    file = origin_of(origins, loc)
     dotted = ".".join(loc)
     parent = _section_at(loc[:-1])
     if kind == "extra_forbidden":

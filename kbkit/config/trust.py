@@ -1,67 +1,61 @@
-"""Trust for a command the repository asks kbkit to run: `[memory] command` in kbkit.toml, and each
-team server (`[servers.<name>]`) that kbkit starts or relays to.
+"""The trust rule, in one place: what a commit changes waits for the member's `kbkit trust`.
 
-kbkit.toml is tracked: whoever can change the repository can change that command, and every agent
-start would run it inside `kbkit serve`, behind an approval prompt that shows only `kbkit serve`.
-So a command from kbkit.toml runs only once the user allowed that exact command for this project
-on this machine (`kbkit trust`). The record lives outside the repository, in the user's state
-folder (`$XDG_STATE_HOME/kbkit/trust.json`, else `~/.local/state/kbkit/trust.json`), keyed by the
-project's absolute path and holding a hash of the command: a changed command is no longer
-trusted. A command from kbkit.local.toml is the user's own and needs no trust (docs/adr/0030).
+kbkit.toml, skills-lock.json, a kbkit.local.toml that git tracks, and the repository scripts their
+commands name are team input: anyone who can commit changes them, and every agent start acts on
+them. Each setting through which a change could send a member's secret somewhere, run something
+on the member's machine, widen who may call a server or what it serves, or pre-approve a tool
+belongs to a *part* (docs/adr/0063):
 
-A team server is trusted as a whole (its command, url, env and headers), under the key
-`<root>#servers.<name>`: a changed URL could send the headers' secrets elsewhere, a changed env
-could load code into the server (docs/adr/0051).
+| part | what it holds |
+| --- | --- |
+| `sync.remote_url` | where `kbkit connect` sends the member's token |
+| `memory` | the memory service's url, bank, command, credential and env, and the scripts it runs |
+| `servers.<name>` | a team server's command, url, env, headers, pre-approved tools, scripts |
+| `kb.path` | a kb folder outside the project (anything the account can read would be served) |
+| `server.http` | bind address, allowed hosts and origins, who may sign in (`AUTH_KEYS`) |
+| `skills` | the sources skills-lock.json fetches from (kbkit/skills/trust.py) |
 
-The same rule holds for the settings of kbkit.toml that widen who may call `kbkit serve --http` or
-what a caller reaches (docs/adr/0052): the OAuth issuer, audience, members, required scopes and
-memory scope, `[server.http] memory` and `tokens_file`. `kbkit trust` records their values; a
-later kbkit.toml that widens them (a new issuer or subject, a dropped required scope, memory on)
-waits for `kbkit trust` again, while a change that only narrows applies at once.
+`kbkit trust` records the values of each part, by project, outside the repository
+(`$XDG_STATE_HOME/kbkit/trust.json`, else `~/.local/state/kbkit/trust.json`, mode 0600). A part
+whose values differ from the record waits: its last trusted values stay in use where they still
+hold, else it is off, and one line names it and the command to review it. A change that only
+narrows (fewer pre-approved tools, fewer sources) applies at once. A part that no tracked file
+sets is the member's own and needs nothing. `load_settings` applies this to every `Settings` it
+returns, so no command can act on a value the member has not allowed.
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbkit.config.load import CONFIG_FILE, Settings
+from kbkit.config.repo import fingerprint
+from kbkit.config.settings import CONFIG_FILE, LOCAL_CONFIG_FILE, TRUST_COMMAND, Pending, Settings
 from kbkit.errors import ConfigError
 from kbkit.fsutil import atomic_write_text, read_text_file
 
 TRUST_FILE = "trust.json"
-TRUST_COMMAND = "kbkit trust"
+__all__ = ["TRUST_COMMAND", "Part", "allow", "apply", "config_parts", "judge", "recorded", "trust_path"]
 
 
 @dataclass(frozen=True)
-class CommandTrust:
-    """The trust state of the project's `[memory] command`."""
+class Part:
+    """One guarded part of the tracked input, as it is now."""
 
-    command: tuple[str, ...]
-    tracked: bool
-    """It comes from kbkit.toml (the repository), not from kbkit.local.toml (the user's own)."""
-    trusted: bool
-    changed: bool
-    """It was trusted before in another form: the repository changed it since."""
-    what: str = "[memory] command"
-
-    @property
-    def allowed(self) -> bool:
-        return not self.tracked or self.trusted
-
-    def waiting(self) -> str:
-        """Why the command does not run, and how to let it (for the boot line and doctor)."""
-        shown = " ".join(self.command)
-        since = "changed since you trusted it" if self.changed else "not trusted on this machine yet"
-        return (
-            f"{self.what} `{shown}` comes from {CONFIG_FILE} and is {since}; review it, then run "
-            f"`{TRUST_COMMAND}` to allow it (or move it to kbkit.local.toml)"
-        )
+    key: str
+    title: str
+    values: dict[str, Any]
+    """JSON values, never a secret: variable names and `${NAME}` references only."""
+    tracked: bool = True
+    source: str = CONFIG_FILE
+    subsets: tuple[str, ...] = ()
+    """Keys holding lists that may shrink without new trust (a narrowing)."""
+    root: Path = field(default=Path("."), compare=False)
 
 
 def trust_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -71,95 +65,205 @@ def trust_path(environ: Mapping[str, str] | None = None) -> Path:
     return base / "kbkit" / TRUST_FILE
 
 
-def command_hash(command: tuple[str, ...]) -> str:
-    return hashlib.sha256(json.dumps(list(command)).encode()).hexdigest()
-
-
 def _document(path: Path) -> dict[str, Any]:
     text = read_text_file(path, fix=f"then run {TRUST_COMMAND} again")
     if text is None:
-        return {"projects": {}}
+        return {"trusted": {}, "auth": {}}
     try:
         data = json.loads(text)
     except ValueError:
         raise ConfigError(f"{path} is not JSON", fix=f"delete it and run {TRUST_COMMAND} again") from None
-    projects = data.get("projects") if isinstance(data, dict) else None
-    if not isinstance(projects, dict) or not isinstance(data.get("auth", {}), dict):
-        raise ConfigError(f"{path} holds no projects table", fix=f"delete it and run {TRUST_COMMAND} again")
-    return dict(data)
+    if not isinstance(data, dict) or not all(isinstance(data.get(k, {}), dict) for k in ("trusted", "auth")):
+        raise ConfigError(f"{path} holds no trusted table", fix=f"delete it and run {TRUST_COMMAND} again")
+    data.setdefault("trusted", {})
+    data.setdefault("auth", {})
+    return data
 
 
 def _save(path: Path, document: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    atomic_write_text(path, json.dumps(document, indent=2, sort_keys=True) + "\n", mode=0o600)
 
 
-def _records(path: Path) -> dict[str, str]:
-    return {str(key): str(value) for key, value in _document(path)["projects"].items()}
+def recorded(root: Path, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The parts of the project at `root` this member trusted, by key, with their values."""
+    found = _document(trust_path(environ))["trusted"].get(str(root.resolve()), {})
+    return found if isinstance(found, dict) else {}
 
 
-def command_trust(settings: Settings, environ: Mapping[str, str] | None = None) -> CommandTrust | None:
-    """The trust state of `[memory] command` (None when there is no command)."""
-    command = tuple(settings.memory.command)
-    if not command:
-        return None
-    tracked = settings.origin("memory.command") == CONFIG_FILE
-    recorded = _records(trust_path(environ)).get(str(settings.root.resolve())) if tracked else None
-    trusted = recorded == command_hash(command)
-    return CommandTrust(command, tracked, trusted, recorded is not None and not trusted)
-
-
-def trust_command(settings: Settings, environ: Mapping[str, str] | None = None) -> CommandTrust | None:
-    """Record the project's current `[memory] command` as allowed on this machine."""
-    state = command_trust(settings, environ)
-    if state is None or not state.tracked or state.trusted:
-        return state
+def allow(root: Path, parts: Iterable[Part], environ: Mapping[str, str] | None = None) -> None:
+    """Record `parts` as trusted for the project at `root`, as they are now."""
     path = trust_path(environ)
     document = _document(path)
-    document["projects"][str(settings.root.resolve())] = command_hash(state.command)
+    project = document["trusted"].setdefault(str(root.resolve()), {})
+    for part in parts:
+        project[part.key] = part.values
     _save(path, document)
-    return CommandTrust(state.command, True, True, False)
 
 
-SERVER_KEYS = ("command", "url", "env", "headers")
-"""What a team server's trust covers: what runs, where it connects, and what it is given."""
-
-
-def _server_record(settings: Settings, name: str) -> tuple[str, str, tuple[str, ...], bool]:
-    server = settings.servers[name]
-    shown = tuple(server.command) or (server.url,)
-    tracked = any(
-        settings.origin(f"servers.{name}.{key}") == CONFIG_FILE
-        for key in SERVER_KEYS
-        if key in server.model_fields_set
+def judge(part: Part, record: Any) -> Pending | None:
+    """What of `part` waits, given what was trusted (`record`, None if never); None when nothing."""
+    if not part.tracked or record == part.values:
+        return None
+    if isinstance(record, dict) and _narrows(part, record):
+        return None
+    if not isinstance(record, dict):
+        return Pending(part.key, part.title, part.source, tuple(part.values), fallback=False, new=True)
+    changed = tuple(
+        key for key in dict.fromkeys([*part.values, *record]) if part.values.get(key) != record.get(key)
     )
-    data = {key: getattr(server, key) for key in SERVER_KEYS}
-    digest = hashlib.sha256(json.dumps(data, sort_keys=True, default=list).encode()).hexdigest()
-    return f"{settings.root.resolve()}#servers.{name}", digest, shown, tracked
+    return Pending(part.key, part.title, part.source, changed, fallback=_still_holds(part.root, record))
 
 
-def server_trust(settings: Settings, name: str, environ: Mapping[str, str] | None = None) -> CommandTrust:
-    """The trust state of team server `name`."""
-    key, digest, shown, tracked = _server_record(settings, name)
-    recorded = _records(trust_path(environ)).get(key) if tracked else None
-    trusted = recorded == digest
-    return CommandTrust(shown, tracked, trusted, recorded is not None and not trusted, f"[servers.{name}]")
+def _narrows(part: Part, record: Mapping[str, Any]) -> bool:
+    """The part differs from the record only by dropping items from its `subsets` lists."""
+    for key in dict.fromkeys([*part.values, *record]):
+        now, before = part.values.get(key), record.get(key)
+        if key in part.subsets and isinstance(now, list) and isinstance(before, list):
+            if not set(map(str, now)) <= set(map(str, before)):
+                return False
+        elif now != before:
+            return False
+    return True
 
 
-def trust_servers(settings: Settings, environ: Mapping[str, str] | None = None) -> dict[str, CommandTrust]:
-    """Record every team server from kbkit.toml as allowed; each one's state before."""
-    before = {name: server_trust(settings, name, environ) for name in settings.servers}
-    waiting = [name for name, state in before.items() if state.tracked and not state.trusted]
-    if waiting:
-        path = trust_path(environ)
-        document = _document(path)
-        for name in waiting:
-            key, digest, _, _ = _server_record(settings, name)
-            document["projects"][key] = digest
-        _save(path, document)
-    return before
+def _still_holds(root: Path, record: Mapping[str, Any]) -> bool:
+    """The trusted values can still run as trusted: the scripts their command names are unchanged."""
+    scripts = record.get("scripts")
+    if not scripts:
+        return True
+    return bool(fingerprint(root, list(record.get("command") or [])) == scripts)
+
+
+def _source(settings: Settings, prefixes: Iterable[str]) -> str:
+    local = LOCAL_CONFIG_FILE in settings.tracked_files and any(
+        path.name == LOCAL_CONFIG_FILE
+        for dotted, path in settings.origins.items()
+        for prefix in prefixes
+        if dotted == prefix or dotted.startswith(prefix + ".")
+    )
+    return f"{LOCAL_CONFIG_FILE} (which git tracks)" if local else CONFIG_FILE
+
+
+def _part(
+    settings: Settings, key: str, title: str, prefixes: list[str], values: dict[str, Any], **kw: Any
+) -> Part:
+    tracked = any(settings.tracked(prefix) for prefix in prefixes)
+    return Part(key, title, values, tracked, _source(settings, prefixes), root=settings.root, **kw)
+
+
+MEMORY_KEYS = ("url", "bank", "command", "credential", "env")
+SERVER_KEYS = ("command", "url", "env", "headers", "preapprove")
+
+
+def config_parts(settings: Settings) -> list[Part]:
+    """Every guarded part the configuration sets now (kbkit.toml and kbkit.local.toml)."""
+    parts = []
+    values: dict[str, Any]
+    if settings.sync.remote_url:
+        values = {"remote_url": settings.sync.remote_url}
+        parts.append(_part(settings, "sync.remote_url", "[sync] remote_url", ["sync.remote_url"], values))
+    memory = settings.memory
+    if memory.configured:
+        values = {key: _json(getattr(memory, key)) for key in MEMORY_KEYS}
+        values["scripts"] = fingerprint(settings.root, memory.command)
+        parts.append(_part(settings, "memory", "[memory]", [f"memory.{k}" for k in MEMORY_KEYS], values))
+    for name, server in settings.servers.items():
+        values = {key: _json(getattr(server, key)) for key in SERVER_KEYS}
+        values["scripts"] = fingerprint(settings.root, server.command)
+        prefixes = [f"servers.{name}.{key}" for key in SERVER_KEYS]
+        parts.append(
+            _part(settings, f"servers.{name}", f"[servers.{name}]", prefixes, values, subsets=("preapprove",))
+        )
+    if not settings.kb_path.is_relative_to(settings.root):
+        values = {"path": str(settings.kb_path)}
+        parts.append(
+            _part(settings, "kb.path", "[kb] path (a folder outside the project)", ["kb.path"], values)
+        )
+    return parts
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return {str(k): _json(v) for k, v in value.items()}
+    return value
+
+
+def apply(settings: Settings, environ: Mapping[str, str] | None = None) -> Settings:
+    """`settings` with every part that waits for trust set back to its trusted values (or off),
+    and `pending` saying what waits. A kb folder outside the project that was never trusted is
+    refused outright: there is nothing else to serve."""
+    parts = [part for part in config_parts(settings) if part.tracked]
+    if not parts:
+        return settings
+    records = recorded(settings.root, environ)
+    pending = []
+    config = settings.config
+    for part in parts:
+        waiting = judge(part, records.get(part.key))
+        if waiting is None:
+            continue
+        pending.append(waiting)
+        record = records.get(part.key) if waiting.fallback else None
+        config = _fall_back(config, part.key, record)
+    kb_path = settings.kb_path
+    blocked_kb = next((p for p in pending if p.key == "kb.path"), None)
+    if blocked_kb is not None:
+        if not blocked_kb.fallback:
+            raise ConfigError(blocked_kb.line())
+        kb_path = Path(records["kb.path"]["path"])
+    return dataclasses.replace(settings, config=config, kb_path=kb_path, pending=tuple(pending))
+
+
+def _fall_back(config: Any, key: str, record: Mapping[str, Any] | None) -> Any:
+    """The model with part `key` set to its trusted `record`; with none, to what keeps it off."""
+    if key == "sync.remote_url":
+        url = record["remote_url"] if record else ""
+        return config.model_copy(update={"sync": config.sync.model_copy(update={"remote_url": url})})
+    if key == "memory" and record is not None:
+        update = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in MEMORY_KEYS}
+        return config.model_copy(update={"memory": config.memory.model_copy(update=update)})
+    if key.startswith("servers.") and record is not None:
+        name = key.removeprefix("servers.")
+        update = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in SERVER_KEYS}
+        servers = {**config.servers, name: config.servers[name].model_copy(update=update)}
+        return config.model_copy(update={"servers": servers})
+    return config  # memory and servers with no record stay as written: every use asks `waiting`
+
+
+def describe(part: Part, record: Any) -> list[str]:
+    """What `kbkit trust` shows of a part: each key that changed, as it was and as it is now."""
+    lines = []
+    before = record if isinstance(record, dict) else {}
+    for key in dict.fromkeys([*part.values, *before]):
+        now, then = part.values.get(key), before.get(key)
+        if now == then:
+            continue
+        if key == "scripts":
+            for path in sorted(set(now or {}) | set(then or {})):
+                if (now or {}).get(path) != (then or {}).get(path):
+                    state = (
+                        "new"
+                        if path not in (then or {})
+                        else "gone"
+                        if path not in (now or {})
+                        else "changed"
+                    )
+                    lines.append(f"  script {path}: {state} since you trusted it")
+            continue
+        if isinstance(record, dict):
+            lines.append(f"  - {key} = {json.dumps(then)}")
+        if now or isinstance(record, dict):  # a new part: only the keys it sets
+            lines.append(f"  + {key} = {json.dumps(now)}")
+    return lines
 
 
 AUTH_KEYS = (
+    "server.http.host",
+    "server.http.allowed_hosts",
+    "server.http.allowed_origins",
     "server.http.oauth.issuer",
     "server.http.oauth.audience",
     "server.http.oauth.scopes",
@@ -170,6 +274,7 @@ AUTH_KEYS = (
     "server.http.tokens_file",
 )
 """The settings that decide who may call `kbkit serve --http` and what a caller reaches."""
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def _value(config: Any, dotted: str) -> Any:
@@ -184,19 +289,19 @@ def _value(config: Any, dotted: str) -> Any:
 
 
 def auth_settings(settings: Settings) -> dict[str, Any]:
-    """The auth settings that come from kbkit.toml (the repository), by dotted key."""
+    """The auth settings that come from a tracked file and differ from the defaults, by dotted key."""
     from kbkit.config.model import KbkitConfig
 
     defaults = KbkitConfig()
     return {
         key: _value(settings.config, key)
         for key in AUTH_KEYS
-        if settings.origin(key) == CONFIG_FILE and _value(settings.config, key) != _value(defaults, key)
+        if settings.tracked(key) and _value(settings.config, key) != _value(defaults, key)
     }
 
 
 def widened(current: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[str]:
-    """What `current` (kbkit.toml's auth settings) allows beyond `trusted`, one phrase per key."""
+    """What `current` (the tracked auth settings) allows beyond `trusted`, one phrase per key."""
     found = []
     for key in AUTH_KEYS:
         name = key.removeprefix("server.http.")
@@ -205,7 +310,7 @@ def widened(current: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[str]
             dropped = sorted(set(before or []) - set(now or []))
             if dropped:
                 found.append(f"{name} no longer requires {' '.join(dropped)}")
-        elif key.endswith(".allowed_subjects"):
+        elif key.endswith((".allowed_subjects", ".allowed_hosts", ".allowed_origins")):
             added = sorted(set(now or []) - set(before or []))
             if added:
                 found.append(f"{name} adds {', '.join(added)}")
@@ -217,6 +322,9 @@ def widened(current: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[str]
         elif key.endswith(".memory"):
             if now and not before:
                 found.append(f"{name} = true")
+        elif key.endswith(".host"):
+            if now is not None and now != before and now not in LOOPBACK:
+                found.append(f"{name} = {json.dumps(now)}")
         elif now is not None and now != before:
             found.append(f"{name} = {json.dumps(now)}")
     return found
@@ -224,11 +332,11 @@ def widened(current: Mapping[str, Any], trusted: Mapping[str, Any]) -> list[str]
 
 @dataclass(frozen=True)
 class AuthTrust:
-    """kbkit.toml's auth settings against what this machine's operator allowed."""
+    """The tracked auth settings against what this machine's operator allowed."""
 
     current: dict[str, Any]
     widened: list[str]
-    """Empty when kbkit.toml allows nothing beyond what was trusted (or sets nothing)."""
+    """Empty when the tracked files allow nothing beyond what was trusted (or set nothing)."""
 
     def waiting(self) -> str:
         return (
@@ -237,24 +345,27 @@ class AuthTrust:
         )
 
     def fix(self) -> str:
-        return f"review that change, then run `{TRUST_COMMAND}` (or set these in kbkit.local.toml, your own)"
+        return (
+            f"review that change, then run `{TRUST_COMMAND} server.http` "
+            "(or set these in kbkit.local.toml, your own)"
+        )
 
 
 def auth_trust(settings: Settings, environ: Mapping[str, str] | None = None) -> AuthTrust:
     current = auth_settings(settings)
     if not current:
         return AuthTrust(current, [])
-    recorded = _document(trust_path(environ)).get("auth", {}).get(str(settings.root.resolve()), {})
-    return AuthTrust(current, widened(current, recorded if isinstance(recorded, dict) else {}))
+    found = _document(trust_path(environ))["auth"].get(str(settings.root.resolve()), {})
+    return AuthTrust(current, widened(current, found if isinstance(found, dict) else {}))
 
 
 def trust_auth(settings: Settings, environ: Mapping[str, str] | None = None) -> AuthTrust:
-    """Record kbkit.toml's current auth settings as allowed on this machine."""
+    """Record the tracked auth settings as allowed on this machine."""
     state = auth_trust(settings, environ)
-    if not state.widened and not state.current:
+    if not state.current:
         return state
     path = trust_path(environ)
     document = _document(path)
-    document.setdefault("auth", {})[str(settings.root.resolve())] = state.current
+    document["auth"][str(settings.root.resolve())] = state.current
     _save(path, document)
     return AuthTrust(state.current, [])

@@ -24,13 +24,12 @@ def check_memory(ctx: Context) -> list[Finding]:
 
 
 def _memory_trust(settings: Settings) -> list[Finding]:
-    """A [memory] command from kbkit.toml that this machine has not allowed: never run, even here."""
-    from kbkit.config.trust import TRUST_COMMAND, command_trust
-
-    trust = command_trust(settings)
-    if trust is None or trust.allowed:
+    """[memory] from a tracked file that this member has not allowed: never reached, not even here
+    (with trusted values to fall back on, those are what `settings` holds and are checked)."""
+    waiting = settings.waiting("memory")
+    if waiting is None or waiting.fallback:
         return []
-    return [Finding("memory", "warn", f"off: {trust.waiting()}", f"review the command, then {TRUST_COMMAND}")]
+    return [Finding("memory", "warn", f"off: {waiting.what()}", waiting.review)]
 
 
 def _memory_connection(settings: Settings) -> list[Finding]:

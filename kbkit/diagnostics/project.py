@@ -7,6 +7,7 @@ import tempfile
 
 from kbkit.diagnostics.base import Context, Finding, kb_folder, ok
 from kbkit.errors import KbkitError
+from kbkit.fsutil import private_folder
 
 
 def check_config(ctx: Context) -> list[Finding]:
@@ -28,7 +29,7 @@ def check_state_dir(ctx: Context) -> list[Finding]:
         return []
     state = ctx.settings.state_dir
     try:
-        state.mkdir(parents=True, exist_ok=True)
+        private_folder(state)
         with tempfile.NamedTemporaryFile(dir=state, prefix=".doctor-"):
             pass
     except OSError as exc:

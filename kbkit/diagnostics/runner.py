@@ -17,6 +17,7 @@ from kbkit.diagnostics.search import check_parsers, check_search
 from kbkit.diagnostics.servers import check_servers
 from kbkit.diagnostics.skills import check_skills
 from kbkit.diagnostics.sync import check_client_commands, check_client_entries, check_sync
+from kbkit.diagnostics.trust import check_trust
 from kbkit.errors import KbkitError
 
 CHECKS: list[Check] = [
@@ -40,6 +41,15 @@ CHECKS: list[Check] = [
         "invalid TOML, an unknown key, a wrong type, or a missing kb folder",
         "fix what the message names; `kbkit init --force` writes a starter",
         check_config,
+    ),
+    Check(
+        "trust",
+        "a team server, the memory tools or the remote kb are missing after a pull; a skill is not fetched",
+        "kbkit.toml, skills-lock.json or a script they name changed what runs, or where a secret goes, "
+        "since you trusted it (or never was trusted here); or .env.local is open to other users",
+        "`kbkit trust --show` to review, then `kbkit trust` (or `kbkit trust PART`)",
+        check_trust,
+        at_boot=True,
     ),
     Check(
         "state",

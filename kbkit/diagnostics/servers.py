@@ -59,13 +59,9 @@ async def probe(settings: Settings, name: str) -> Finding:
 
     server = settings.servers[name]
     bound = min(server.startup_timeout, DOCTOR_BOUND)
-    from kbkit.config.trust import TRUST_COMMAND, server_trust
-
-    state = server_trust(settings, name)
-    if not state.allowed:  # never started, not even here
-        return Finding(
-            CHECK, "warn", f"{name}: not started: {state.waiting()}", f"review it, then {TRUST_COMMAND}"
-        )
+    waiting = settings.waiting(f"servers.{name}")
+    if waiting is not None and not waiting.fallback:  # never started, not even here
+        return Finding(CHECK, "warn", f"{name}: not started: {waiting.what()}", waiting.review)
     try:
         launch = resolve(settings, name)
         path = executable(launch) if launch.argv else ""

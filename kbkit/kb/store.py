@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbkit.errors import IndexUnavailable
+from kbkit.fsutil import private_folder
 from kbkit.kb.fields import (
     partly_indexed_sql,
 )
@@ -315,7 +316,7 @@ class Store:
         if link := self._link_problem():
             raise IndexUnavailable(link)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(self.path.parent)
         except OSError as exc:
             raise IndexUnavailable(
                 f"cannot create {self.path.parent} ({exc.strerror}); make the project folder writable"

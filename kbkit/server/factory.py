@@ -21,7 +21,6 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from kbkit import __version__
-from kbkit.config.trust import command_trust
 from kbkit.errors import IndexUnavailable
 from kbkit.kb.base import KnowledgeBase
 from kbkit.server import resources
@@ -91,14 +90,14 @@ def create_server(
     live = LiveIndex(kb, notifier, watch=watch, report=report or (lambda line: None))
     memory = None
     if attach_memory and settings.memory.configured:
-        trust = command_trust(settings)
+        waiting = settings.waiting("memory")
         memory = MemoryProxy(
             settings.memory,
             settings.root,
             reserved_names=KB_TOOLS,
             on_tools_changed=notifier.tools_changed,
             report=report,
-            waiting=trust.waiting() if trust is not None and not trust.allowed else None,
+            waiting=waiting.line() if waiting is not None and not waiting.fallback else None,
         )
     dynamic_tools = memory is not None and memory.enabled
 

@@ -22,7 +22,7 @@ import logging
 import os
 import ssl
 from collections.abc import AsyncIterable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
 from typing import Any, Protocol
@@ -52,8 +52,9 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kbkit.catalog.clients import PERSONAL_TOKEN_VAR, TOKEN_VAR
-from kbkit.config import ENV_FILE, find_root, load_env
-from kbkit.errors import ExitCode, InputError, KbkitError, describe, leaves
+from kbkit.config import ENV_FILE, find_root, load_env, load_settings
+from kbkit.errors import ConfigError, ExitCode, InputError, KbkitError, describe, leaves
+from kbkit.server.memory.redaction import Redactor
 
 CLOSE_GRACE = 0.5
 """Seconds the relay spends ending the remote session once stdin has closed."""
@@ -80,6 +81,10 @@ class Token:
     headers: tuple[tuple[str, str], ...] | None = None
     """A team server's own headers (`[servers.<name>] headers`, substituted), sent instead of a
     bearer token; `var` then names the variables they came from."""
+    shown_url: str | None = None
+    """How messages name the URL when it holds substituted values (a team server's `?key=${KEY}`)."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """Values substituted into the URL or headers: cut out of every line and error said."""
 
     def describe(self) -> str:
         if self.headers is not None:
@@ -107,6 +112,27 @@ def read_token(root: Path | None) -> Token:
     return Token(None, str(base / ENV_FILE))
 
 
+def check_destination(url: str, root: Path | None) -> None:
+    """ConfigError unless `url` is the project's trusted `[sync] remote_url`: the member's token goes
+    nowhere a commit chose and they did not allow (docs/adr/0063). Outside a project (no
+    kbkit.toml), the URL the member typed is theirs."""
+    try:
+        base = root or find_root()
+    except KbkitError:
+        return
+    settings = load_settings(base)
+    if url == settings.sync.remote_url:
+        return
+    waiting = settings.waiting("sync.remote_url")
+    if waiting is not None:
+        raise ConfigError(f"kbkit connect {url}: {waiting.line()}", fix="then run kbkit sync")
+    raise ConfigError(
+        f"kbkit connect sends your token only to this project's [sync] remote_url "
+        f"({settings.sync.remote_url or 'none is set'}), not to {url}",
+        fix="set [sync] remote_url in kbkit.toml (or kbkit.local.toml), then run kbkit sync",
+    )
+
+
 def run(url: str, root: Path | None, report: Report, *, token: Token | None = None) -> ExitCode:
     """The `kbkit connect` process: relay until stdin closes. Returns the exit code. A bad URL or an
     unreadable .env.local raises (the CLI's boundary says it); everything after start is a line
@@ -118,6 +144,7 @@ def run(url: str, root: Path | None, report: Report, *, token: Token | None = No
             f"{url!r} is not an http(s) URL", fix="pass the server's URL, e.g. https://kb.internal/mcp"
         )
     if token is None:
+        check_destination(url, root)
         token = read_token(root)
         if token.value is None:
             report(f"connect: {token.describe()}; sending no token")
@@ -128,7 +155,9 @@ def run(url: str, root: Path | None, report: Report, *, token: Token | None = No
     except BaseException as exc:  # the process boundary: one line, whatever happened
         if any(isinstance(e, BrokenPipeError) for e in leaves(exc)):
             return ExitCode.OK  # the agent went away while we were answering
-        report(f"connect: stopped: {'; '.join(describe(e) for e in leaves(exc))}")
+        redact = Redactor()
+        redact.add(token.value, *token.secrets, *(value for _, value in token.headers or ()))
+        report(redact(f"connect: stopped: {'; '.join(describe(e) for e in leaves(exc))}"))
         return ExitCode.REMOTE
     return ExitCode.OK
 
@@ -235,8 +264,12 @@ class _Upstream(httpx2.AsyncBaseTransport):
 
     def __init__(self, url: str, token: Token, report: Report) -> None:
         self.url = url
+        self.shown = token.shown_url or url
+        """The URL as messages name it: a team server's with its `${NAME}`s, never their values."""
         self.token = token
-        self.report = report
+        self.redact = Redactor()
+        self.redact.add(token.value, *token.secrets, *(value for _, value in token.headers or ()))
+        self.report: Report = lambda line: report(self.redact(line))
         self.session_lost = False
         """Set when the server may have lost the session (unreachable, restarted): the next request
         replays the handshake first."""
@@ -254,13 +287,15 @@ class _Upstream(httpx2.AsyncBaseTransport):
             cause = self._down(exc, "cannot reach")
             if request.method != "POST":
                 raise  # the SDK retries its notification stream itself
-            return self._error(request, 502, CONNECTION_CLOSED, f"cannot reach {self.url} ({cause}); {RETRY}")
+            return self._error(
+                request, 502, CONNECTION_CLOSED, f"cannot reach {self.shown} ({cause}); {RETRY}"
+            )
         if response.status_code == 401:
             await response.aclose()
             how = "wants a token and none was sent" if self.token.value is None else "refused the token"
             if self.token.headers is not None:
                 how = "refused the request" if self.token.headers else "wants credentials and none were sent"
-            problem = f"the server at {self.url} {how} ({self.token.describe()}); put the right token there"
+            problem = f"the server at {self.shown} {how} ({self.token.describe()}); put the right token there"
             self._enter("refused", problem)
             return self._error(request, 401, TOKEN_REFUSED, problem)
         if response.status_code >= 400:
@@ -283,20 +318,19 @@ class _Upstream(httpx2.AsyncBaseTransport):
         if isinstance(error, dict):
             if response.status_code == 404 and request.headers.get(SESSION_HEADER):
                 self.session_lost = True  # the server restarted: the next request opens a new session
-                problem = f"{self.url} no longer knows this session (the server restarted); {RETRY}"
+                problem = f"{self.shown} no longer knows this session (the server restarted); {RETRY}"
                 return self._error(request, 404, INVALID_REQUEST, problem)
             return httpx2.Response(
                 response.status_code, headers=response.headers, content=body, request=request
             )
         text = body.decode("utf-8", "replace").strip()[:200] or response.reason_phrase
-        problem = f"{self.url} answered HTTP {response.status_code}: {text}"
+        problem = f"{self.shown} answered HTTP {response.status_code}: {text}"
         self._enter(f"http {response.status_code}", problem)
         return self._error(request, response.status_code, CONNECTION_CLOSED, problem)
 
-    @staticmethod
-    def _error(request: httpx2.Request, status: int, code: int, problem: str) -> httpx2.Response:
+    def _error(self, request: httpx2.Request, status: int, code: int, problem: str) -> httpx2.Response:
         """An HTTP error whose body is a JSON-RPC error (id null: the SDK gives it the request's id)."""
-        error = {"code": code, "message": for_agent(problem)}
+        error = {"code": code, "message": for_agent(self.redact(problem))}
         return httpx2.Response(status, json={"jsonrpc": "2.0", "id": None, "error": error}, request=request)
 
     def _enter(self, state: str, problem: str) -> None:
@@ -309,22 +343,22 @@ class _Upstream(httpx2.AsyncBaseTransport):
         """The server is unreachable or went away: say so once, and reopen the session next time."""
         cause = self.last_cause = _cause(exc)
         self.session_lost = True
-        self._enter("down", f"{what} {self.url} ({cause}); {RETRY}")
+        self._enter("down", f"{what} {self.shown} ({cause}); {RETRY}")
         return cause
 
     def answered(self) -> None:
         """A real answer came through: the outage, if any, is over."""
         if self._state == "down":
-            self.report(f"connect: reached {self.url} again")
+            self.report(f"connect: reached {self.shown} again")
         self._state, self.last_cause = "up", None
 
     def broke_off(self, sdk_message: str) -> str:
         """A response stream ended before its answer (the SDK's words): say whose, and what next."""
         cause = self.last_cause or sdk_message
-        problem = f"lost the connection to {self.url} before the answer came ({cause}); {RETRY}"
+        problem = f"lost the connection to {self.shown} before the answer came ({cause}); {RETRY}"
         self.session_lost = True
         self._enter("down", problem)
-        return for_agent(problem)
+        return for_agent(self.redact(problem))
 
     def _lost(self, exc: httpx2.TransportError) -> None:
         self._down(exc, "lost the connection to")

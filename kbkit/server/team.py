@@ -51,10 +51,12 @@ class Launch:
     """Each variable named -> where its value came from ("the environment" or ".env.local")."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """The values substituted: cut out of anything said about this server."""
+    shown_url: str = ""
+    """The URL as kbkit.toml writes it (`?key=${KEY}`): what every line says instead of `url`."""
 
     def describe(self) -> str:
         """The stderr line: the server, how it is started, and which variables are set (names only)."""
-        how = f"starting `{self.argv[0]}`" if self.argv else f"relaying to {self.url}"
+        how = f"starting `{self.argv[0]}`" if self.argv else f"relaying to {self.shown_url or self.url}"
         if not self.sources:
             return f"{self.name}: {how}; no variables"
         named = ", ".join(f"{var} (from {where})" for var, where in self.sources.items())
@@ -97,7 +99,15 @@ def resolve(settings: Settings, name: str, environ: Mapping[str, str] | None = N
         if server.remote:
             url = substitute(server.url, values)
             headers = substitute_all(server.headers, values)
-            return Launch(name, url=url, headers=headers, sources=sources, secrets=secrets)
+            for header, value in headers.items():  # HTTP carries ASCII: refuse before the first request
+                if not value.isascii() or not value.isprintable():
+                    raise ConfigError(
+                        f"team server {name!r}: header {header} holds characters HTTP cannot carry "
+                        "(non-ASCII or control characters) once its variables are filled in",
+                        fix=f"check the value its variables have in {ENV_FILE} (or the environment)",
+                    )
+            shown = server.url
+            return Launch(name, url=url, headers=headers, sources=sources, secrets=secrets, shown_url=shown)
         argv = tuple(substitute(part, values) for part in server.command)
         env = {var: environ[var] for var in BASE_VARIABLES if var in environ}
         env.update(substitute_all(server.env, values))
@@ -138,13 +148,12 @@ def executable(launch: Launch) -> str:
 
 
 def allowed(settings: Settings, name: str) -> None:
-    """ConfigError unless the server may run: from kbkit.local.toml, or allowed by `kbkit trust`."""
-    from kbkit.config.trust import server_trust
-
+    """ConfigError unless the server may run: the member's own, trusted, or its trusted values
+    still hold (they are what `settings` holds then: docs/adr/0063)."""
     team_server(settings, name)
-    state = server_trust(settings, name)
-    if not state.allowed:
-        raise ConfigError(state.waiting(), fix="then restart the agent")
+    waiting = settings.waiting(f"servers.{name}")
+    if waiting is not None and not waiting.fallback:
+        raise ConfigError(waiting.line(), fix="then restart the agent")
 
 
 def run(settings: Settings, name: str, report: Report) -> ExitCode:
@@ -162,6 +171,8 @@ def run(settings: Settings, name: str, report: Report) -> ExitCode:
             "the environment or " + str(settings.root / ENV_FILE),
             ", ".join(launch.sources),
             headers=tuple(launch.headers.items()),
+            shown_url=launch.shown_url,
+            secrets=launch.secrets,
         )
         return relay(launch.url, settings.root, report, token=token)
     path = executable(launch)

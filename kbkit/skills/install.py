@@ -18,8 +18,8 @@ from pathlib import Path
 
 from kbkit.catalog.agents import AGENTS, CANONICAL_SKILL_DIR
 from kbkit.config import STATE_DIR, Settings
-from kbkit.errors import ExitCode, HashMismatch, KbkitError, SkillError
-from kbkit.skills import files, refs
+from kbkit.errors import ConfigError, ExitCode, HashMismatch, KbkitError, SkillError
+from kbkit.skills import files, refs, trust
 from kbkit.skills.files import Tree
 from kbkit.skills.lock import Lock, LockEntry, read_lock
 from kbkit.skills.sources import Fetched, Found, Source, discover, fetch, parse_source, source_of
@@ -137,10 +137,15 @@ def install(
     wanted = set(only) if only is not None else None
     asked: dict[str, str] = {}
     asked_for = refs.followed(root) if update else {}
+    pending, trusted = trust.waiting(root)
     for name, entry in lock.entries().items():
         if wanted is not None and name not in wanted:
             continue
         follow = _followed(entry, asked_for) if update else None
+        source = trust.source_key(entry, root)
+        if pending is not None and source is not None and source not in trusted:
+            report.failed(name, ConfigError(f"not fetched from {entry.source}: {pending.line()}"))
+            continue
         try:
             tree, commit, skill_path = _fetch_entry(entry, root, update=update, follow=follow)
             digest = tree.hash()
@@ -262,6 +267,7 @@ def add(
             lock.put(_entry_for(parsed, item, fetched.commit))
     asked = parsed.ref if parsed.kind != "local" and parsed.ref != fetched.commit else None
     _save(root, lock, {item.skill.name: asked for item in picked})
+    trust.allow_added(root, [lock.entries()[item.skill.name] for item in picked])
     report = install(settings, only=[item.skill.name for item in picked])
     report.warnings = warnings + report.warnings
     return report

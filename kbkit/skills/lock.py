@@ -13,6 +13,7 @@ Locks kbkit wrote before kept it here as `requestedRef`: it is read, and moved o
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,6 +189,14 @@ def _entry_problem(name: str, item: object) -> str | None:
     for key in ("ref", "skillPath", "sourceUrl", "requestedRef"):
         if key in item and not isinstance(item[key], str):
             return f"{key} is not text; re-add the skill"
+    for key in ("source", "sourceUrl"):  # git reads a word that starts with '-' as an option
+        if str(item.get(key) or "").startswith("-"):
+            return (
+                f"{key} {item[key]!r} starts with '-', which git reads as an option; fix or remove that entry"
+            )
+    for key in ("ref", "requestedRef"):
+        if key in item and ref_problem(item[key]) is not None:
+            return f"{key} {item[key]!r}: {ref_problem(item[key])}; fix or remove that entry"
     skill_path = item.get("skillPath")
     if skill_path is not None and (
         skill_path.startswith("/") or ".." in skill_path.split("/") or not skill_path.endswith("SKILL.md")
@@ -208,6 +217,22 @@ def _entry(name: str, item: dict[str, Any]) -> LockEntry:
         name, item["source"], item["sourceType"], item["computedHash"], ref,
         item.get("skillPath"), item.get("sourceUrl"), item.get("requestedRef"),
     )  # fmt: skip
+
+
+SAFE_REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./+-]{0,254}")
+
+
+def ref_problem(ref: str) -> str | None:
+    """Why `ref` is not a commit id or a plain ref name git can be given as it is (None when it is).
+    A ref comes from a tracked file and is passed to `git fetch`: `--upload-pack=...` would run."""
+    if (
+        SAFE_REF.fullmatch(ref)
+        and ".." not in ref
+        and "//" not in ref
+        and not ref.endswith((".", "/", ".lock"))
+    ):
+        return None
+    return "not a commit id or a branch or tag name (letters, digits, _ . / + -, not starting with '-')"
 
 
 def _is_commit(ref: str) -> bool:

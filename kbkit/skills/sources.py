@@ -23,7 +23,7 @@ from pathlib import Path
 from kbkit.errors import EnvironmentProblem, FetchFailed, KbkitError, SkillError, ToolMissing
 from kbkit.skills import files
 from kbkit.skills.files import Tree
-from kbkit.skills.lock import LockEntry
+from kbkit.skills.lock import LockEntry, ref_problem
 from kbkit.skills.spec import SKILL_FILE, Skill, parse_skill
 
 GIT_TIMEOUT = 300
@@ -136,16 +136,22 @@ def fetch(source: Source, root: Path) -> Iterator[Fetched]:
         checkout = Path(tmp) / "repo"
         git("init", "--quiet", str(checkout))
         want = source.ref or "HEAD"
+        url = _fetch_url(source, root)
+        problem = ref_problem(want) or ("it starts with '-'" if url.startswith("-") else None)
+        if problem is not None:  # the lock is checked when read; this guards every other way in
+            raise SkillError(f"{source.shown}: refused to fetch: {problem}")
         try:
             git(
                 "-C",
                 str(checkout),
+                *SAFE_PROTOCOLS,
                 "fetch",
                 "--quiet",
                 "--depth",
                 "1",
                 "--no-tags",
-                _fetch_url(source, root),
+                "--",
+                url,
                 want,
                 failure=FetchFailed,
             )
@@ -202,6 +208,10 @@ def skill_folders(folder: Path, depth: int = 0) -> Iterator[Path]:
     for child in children:
         if child.is_dir(follow_symlinks=False) and child.name not in DISCOVERY_SKIP:
             yield from skill_folders(Path(child.path), depth + 1)
+
+
+SAFE_PROTOCOLS = ("-c", "protocol.ext.allow=never", "-c", "protocol.fd.allow=never")
+"""Transports that run a command (`ext::sh -c ...`) are never allowed, whatever git's own config says."""
 
 
 def git(*args: str, failure: type[KbkitError] = EnvironmentProblem) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import io
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from dotenv import dotenv_values
 from pydantic import ValidationError
 
 from kbkit.catalog.clients import CLIENTS, Client
-from kbkit.config import CONFIG_FILE, ENV_FILE, Settings, load_settings, read_env_file
+from kbkit.config import CONFIG_FILE, ENV_FILE, Settings, load_settings, read_env_file, trust
 from kbkit.config.servers import SERVER_NAME, URL_SECRET_WORDS, TeamServer
 from kbkit.config.tomledit import set_entry
 from kbkit.errors import ConfigError, SyncRefused, TomlEditError
@@ -149,9 +149,13 @@ def apply_import(settings: Settings, plan: ImportPlan) -> Settings:
     if not plan.servers:
         return settings
     if plan.variables:
-        atomic_write_text(root / ENV_FILE, plan.env_after)
+        atomic_write_text(root / ENV_FILE, plan.env_after, mode=0o600, through_link=True)
     atomic_write_text(root / CONFIG_FILE, plan.config_after)
     try:
+        written = load_settings(root, as_written=True)
+        # The member imports servers from their own agents' files: what they ran already is theirs.
+        imported = [f"servers.{name}" for name in plan.servers]
+        trust.allow(root, [part for part in trust.config_parts(written) if part.key in imported])
         after = load_settings(root)
     except ConfigError:  # the tables came from kbkit's own reading: say so plainly, undo kbkit.toml
         atomic_write_text(root / CONFIG_FILE, plan.config_before)
@@ -268,6 +272,8 @@ def _secrets_out(found: Found, taken: dict[str, str], plan: ImportPlan) -> dict[
         plan.moved.setdefault(name, f"{where} {shown}")
         return "${" + name + "}"
 
+    if "command" in table:
+        table["command"] = _command_secrets_out(table["command"], prefix, keep)
     env = dict(table.get("env", {}))
     for key, value in env.items():
         if _literal(value) and looks_secret(key, value):
@@ -302,6 +308,56 @@ def _secrets_out(found: Found, taken: dict[str, str], plan: ImportPlan) -> dict[
     if headers:
         table["headers"] = headers
     return table
+
+
+KNOWN_TOKEN = re.compile(
+    r"(ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abpr]-|sk-|sk_live_|rk_live_|AKIA|AIza|hf_|npm_)"
+    r"[A-Za-z0-9_\-]{8,}"
+)
+"""Keys whose shape gives them away wherever they stand (GitHub, GitLab, Slack, OpenAI, Stripe,
+AWS, Google, Hugging Face, npm)."""
+PASSWORD_IN_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:/?#@\s]*:)([^@/?#\s]+)(@.*)$")
+
+
+def _command_secrets_out(command: list[str], prefix: str, keep: Any) -> list[str]:
+    """The command with each secret among its arguments replaced by a `${NAME}`: the value after a
+    secret-sounding flag (`--token X`, `--api-key=X`), a key of a known shape anywhere, and the
+    password of a connection string (`postgres://u:pw@host/db`)."""
+    out = list(command)
+    for at in range(1, len(out)):
+        word = out[at]
+        if not _literal(word):
+            continue
+        flag, equals, value = word.partition("=")
+        if word.startswith("-") and equals and value and _secret_flag(flag):
+            out[at] = f"{flag}=" + keep(value, _flag_variable(prefix, flag), f"command {flag}=")
+        elif _secret_flag(out[at - 1]) and out[at - 1].startswith("-") and not word.startswith("-"):
+            out[at] = keep(word, _flag_variable(prefix, out[at - 1]), f"command {out[at - 1]}")
+        elif (match := PASSWORD_IN_URL.match(word)) is not None:
+            out[at] = match[1] + keep(match[2], f"{prefix}_PASSWORD", f"command argument {at}") + match[3]
+        elif KNOWN_TOKEN.search(word):
+            out[at] = KNOWN_TOKEN.sub(_replacer(keep, f"{prefix}_TOKEN", f"command argument {at}"), word)
+    return out
+
+
+def _replacer(keep: Any, wanted: str, shown: str) -> Callable[[re.Match[str]], str]:
+    def replace(match: re.Match[str]) -> str:
+        return str(keep(match[0], wanted, shown))
+
+    return replace
+
+
+def _secret_flag(word: str) -> bool:
+    """`--token`, `--api-key`, `--db-password`, `-pass`; not `--path` or `--keyfile` (paths)."""
+    name = word.lstrip("-").upper().replace("-", "_")
+    return word.startswith("-") and (
+        any(segment in SECRET_WORDS for segment in name.split("_"))
+        or any(w in name for w in ("TOKEN", "SECRET", "PASSWORD", "PASSPHRASE", "CREDENTIAL", "APIKEY"))
+    )
+
+
+def _flag_variable(prefix: str, flag: str) -> str:
+    return f"{prefix}_{re.sub(r'[^A-Za-z0-9]+', '_', flag.lstrip('-')).upper()}"
 
 
 class _Skip(Exception):
@@ -348,7 +404,7 @@ def _env_lines(before: str, variables: Mapping[str, str]) -> str:
     lines.append("# added by kbkit servers import\n")
     for name, value in variables.items():
         line = f"{name}={_quoted(value)}\n"
-        if dotenv_values(stream=io.StringIO(line)).get(name) != value:
+        if dotenv_values(stream=io.StringIO(line), interpolate=False).get(name) != value:
             raise SyncRefused(
                 f"the value found for {name} cannot be written to {ENV_FILE} faithfully; "
                 f"add {name} to {ENV_FILE} by hand and replace the value in the client file with a reference"

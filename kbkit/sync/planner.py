@@ -465,16 +465,14 @@ def _sign_in_notes(source: EntrySource, selected: list[str]) -> list[str]:
 
 
 def _trust_notes(settings: Settings) -> list[str]:
-    """Team servers from kbkit.toml that kbkit will not start on this machine until allowed."""
-    from kbkit.config.trust import TRUST_COMMAND, server_trust
-
-    waiting = [name for name in settings.servers if not server_trust(settings, name).allowed]
-    if not waiting:
-        return []
-    return [
-        f"team servers {', '.join(waiting)} come from {CONFIG_FILE}: kbkit starts them once you allow them "
-        f"here; review [servers] in {CONFIG_FILE}, then run `{TRUST_COMMAND}`"
-    ]
+    """What the tracked files changed that this sync left out, or kept as last trusted."""
+    notes = []
+    for waiting in settings.pending:
+        if waiting.key.startswith("servers.") and not waiting.fallback:
+            notes.append(f"{waiting.what()}: not written into any agent's file; {waiting.review}")
+        else:
+            notes.append(waiting.line())
+    return notes
 
 
 def _selected(settings: Settings, only: list[str] | None) -> list[str]:

@@ -6,7 +6,8 @@ environment, so an entry holds no secret and a key rotation changes no file. A r
 whose URL and headers name no variable is written plainly where the client's file can hold an
 HTTP entry; any other remote server runs through the same `kbkit run`, which relays stdio to it
 with its own headers. Entries are placed, owned and retracted by the planner exactly as kb's
-(docs/adr/0006, 0035).
+(docs/adr/0006, 0035). A server that waits for `kbkit trust` with nothing trusted before is
+written nowhere, its tools pre-approved nowhere (docs/adr/0063).
 """
 
 from __future__ import annotations
@@ -48,6 +49,17 @@ def parse_owner(owner: str) -> tuple[str, str] | None:
     """(client, server) of a team entry's owner; None for any other record."""
     client, mark, server = owner.partition(OWNER_MARK)
     return (client, server) if mark and client in CLIENTS else None
+
+
+def wired(settings: Settings) -> dict[str, TeamServer]:
+    """The team servers written into agents' files: all but those that wait for `kbkit trust` with
+    nothing trusted to fall back on (a new server would reach its host, or its tools be
+    pre-approved, before the member allowed it: docs/adr/0063)."""
+    return {
+        name: server
+        for name, server in settings.servers.items()
+        if (waiting := settings.waiting(f"servers.{name}")) is None or waiting.fallback
+    }
 
 
 def clients_of(settings: Settings, server: TeamServer) -> tuple[str, ...]:
@@ -93,7 +105,7 @@ def team_entries(
     """Every team server's entry for each of its clients (or those of them in `only`)."""
     allowed = None if only is None else set(only)
     found = []
-    for name, server in settings.servers.items():
+    for name, server in wired(settings).items():
         for client_name in clients_of(settings, server):
             if allowed is not None and client_name not in allowed:
                 continue
@@ -118,7 +130,7 @@ def team_tools(settings: Settings, client: str) -> list[tuple[str, str]]:
     """(server, tool) for each tool a team server pre-approves for this client."""
     return [
         (name, tool)
-        for name, server in settings.servers.items()
+        for name, server in wired(settings).items()
         if client in clients_of(settings, server)
         for tool in server.preapprove
     ]

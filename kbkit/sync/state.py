@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kbkit.errors import SyncRefused
-from kbkit.fsutil import atomic_write_text, read_text_file
+from kbkit.fsutil import atomic_write_text, private_folder, read_text_file
 
 STATE_VERSION = 1
 
@@ -65,6 +65,7 @@ def load_state(path: Path) -> dict[str, Owned]:
 def save_state(path: Path, owned: dict[str, Owned]) -> bool:
     entries = {owner: _record(item) for owner, item in sorted(owned.items())}
     text = json.dumps({"version": STATE_VERSION, "entries": entries}, indent=2, sort_keys=True) + "\n"
+    private_folder(path.parent)
     return atomic_write_text(path, text)
 
 

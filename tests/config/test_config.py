@@ -247,7 +247,7 @@ def test_lists_are_deduplicated_and_every_section_is_readable_from_settings(tmp_
         config='[kb]\npath = "docs"\n[parsers]\nenabled = ["md", "md", "txt"]\n[sync]\n'
         'remote_url = "https://kb.internal/mcp"\n[memory]\nurl = "https://m.example/{bank}/"\nbank = "team"\n',
     )
-    settings = load_settings(root)
+    settings = load_settings(root, as_written=True)  # as read: trust is tests/config/test_trust.py's
     assert settings.parsers == ("md", "txt")
     assert settings.sync.remote_url == settings.sync_remote_url == "https://kb.internal/mcp"
     assert settings.memory.configured and settings.memory.endpoint == "https://m.example/team/"
@@ -460,7 +460,7 @@ def test_every_commented_example_in_the_starter_config_works_when_uncommented(tm
         for number in range(first, last + 1):
             lines[number] = lines[number][2:]
         (root / "kbkit.toml").write_text("\n".join(lines) + "\n")
-        settings = load_settings(root)
+        settings = load_settings(root, as_written=True)
         assert settings.config != KbkitConfig(), lines[first]  # the example took effect
         if lines[first] == "[memory]":
             assert settings.memory.configured

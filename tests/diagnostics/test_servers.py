@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from kbkit.config import load_settings
-from kbkit.config.trust import trust_servers
 from kbkit.diagnostics import run_checks
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process
 from tests.helpers.team import REMOTE_KEY, STDIO_KEY, remote_server, stdio_server, team_http
+from tests.helpers.trust import trust_project
 
 
 @pytest.fixture(autouse=True)
@@ -28,7 +27,7 @@ def project(tmp_path: Path, servers: str, *, trusted: bool = True) -> Path:
     keys = f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n"
     (root / ".env.local").write_text(keys, encoding="utf-8")
     if trusted:
-        trust_servers(load_settings(root))
+        trust_project(root)
     return root
 
 

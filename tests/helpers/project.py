@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
+
+from kbkit.errors import KbkitError
 
 SAMPLE_DOCS: dict[str, str | bytes] = {
     "guide/getting-started.md": "---\ntitle: Getting started\n---\n# Getting started\n\n"
@@ -25,11 +28,22 @@ def write_files(base: Path, files: Mapping[str, str | bytes]) -> None:
 
 
 def make_project(
-    root: Path, files: Mapping[str, str | bytes] | None = None, config: str = '[kb]\npath = "docs"\n'
+    root: Path,
+    files: Mapping[str, str | bytes] | None = None,
+    config: str = '[kb]\npath = "docs"\n',
+    *,
+    trusted: bool = True,
 ) -> Path:
-    """A project folder with kbkit.toml and a docs/ folder holding `files`."""
+    """A project folder with kbkit.toml and a docs/ folder holding `files`. `trusted`: the member
+    has reviewed this kbkit.toml and run `kbkit trust` (in this process's state folder), as anyone
+    using the project has; tests of the trust rule itself pass False."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "kbkit.toml").write_text(config, encoding="utf-8")
     (root / "docs").mkdir(exist_ok=True)
     write_files(root / "docs", SAMPLE_DOCS if files is None else files)
+    if trusted:
+        from tests.helpers.trust import trust_project
+
+        with contextlib.suppress(KbkitError):  # a config the test means to be refused says so itself
+            trust_project(root)
     return root

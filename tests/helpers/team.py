@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kbkit.config import load_settings
-from kbkit.config.trust import trust_servers
+from tests.helpers.trust import trust_project
 from tests.helpers.wait import wait_until
 
 PEERS = Path(__file__).resolve().parents[1] / "peers"
@@ -52,4 +51,4 @@ def team_http(folder: Path, key: str = REMOTE_KEY) -> Iterator[str]:
 
 def trust_for(root: Path, home: Path) -> None:
     """What `kbkit trust` records, for the user whose HOME is `home` (where an agent's kbkit run looks)."""
-    trust_servers(load_settings(root), {"HOME": str(home)})
+    trust_project(root, {"HOME": str(home)})

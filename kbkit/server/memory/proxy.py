@@ -61,7 +61,7 @@ class MemoryProxy:
         report: Callable[[str], None] | None = None,
         waiting: str | None = None,
     ) -> None:
-        """`waiting`: why a `[memory] command` may not run yet (it waits for `kbkit trust`)."""
+        """`waiting`: why `[memory]` may not be used yet (it waits for `kbkit trust`)."""
         self.settings = settings
         self._waiting = waiting
         self._reserved = set(reserved_names)
