@@ -38,6 +38,8 @@ class Relay:
     def __init__(self, url: str, root: Path, *, env: dict[str, str] | None = None) -> None:
         self.stderr_path = root / f"relay-{time.monotonic_ns()}.log"
         self._stderr = open(self.stderr_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        # The member's own kbkit.local.toml names the server: kbkit connect sends a token nowhere else.
+        (root / "kbkit.local.toml").write_text(f'[sync]\nremote_url = "{url}"\n', encoding="utf-8")
         base = {k: v for k, v in os.environ.items() if k != "MCP_TOKEN"}
         self.process = subprocess.Popen(
             [*forked_kbkit(), "connect", url, "--root", str(root)],

@@ -148,3 +148,51 @@ def test_an_installed_skill_replaced_by_a_link_is_unlinked_not_followed(tmp_path
     report = install(settings)
     assert report.installed == ["demo"] and not target.is_symlink()
     assert (outside / "SKILL.md").exists() and (outside / "references/notes.md").exists()
+
+
+def locked_git_skill(root: Path, source: str, ref: str, **extra: str) -> None:
+    entry = {"source": source, "ref": ref, "sourceType": "git", "computedHash": "0" * 64, **extra}
+    (root / "skills-lock.json").write_text(json.dumps({"version": 1, "skills": {"evil": entry}}))
+
+
+@pytest.mark.git
+@pytest.mark.parametrize(
+    ("source", "ref", "extra"),
+    [
+        ("https://example.invalid/skills.git", "--upload-pack=touch {marker}", {}),
+        ("https://example.invalid/skills.git", "main", {"sourceUrl": "--upload-pack=touch {marker}"}),
+        ("--upload-pack=touch {marker}", "main", {}),
+    ],
+)
+def test_a_lock_whose_ref_or_source_is_a_git_option_runs_nothing(
+    tmp_path: Path, source: str, ref: str, extra: dict[str, str]
+) -> None:
+    marker = tmp_path / "ran"
+    root = new_project(tmp_path)
+    shaped = {key: value.format(marker=marker) for key, value in extra.items()}
+    locked_git_skill(root, source.format(marker=marker), ref.format(marker=marker), **shaped)
+    commit_all(root, "a teammate's lock")
+    from tests.helpers.trust import trust_project
+
+    trust_project(root)  # even a member who trusted the lock's sources
+    report = install(load_settings(root))
+    assert not marker.exists()
+    assert "evil" not in report.installed
+    assert any("'-'" in line or "option" in line for line in report.skipped), report.skipped
+
+
+@pytest.mark.git
+def test_a_skill_source_a_commit_adds_is_not_fetched_until_the_member_trusts_it(tmp_path: Path) -> None:
+    root, _ = project_with_skill(tmp_path)  # the member's own skill: a folder in the project
+    other = tmp_path / "elsewhere"
+    write_skill(other / "evil", name="evil")
+    git("init", "-q", cwd=other)
+    commit_all(other, "one")
+    lock = json.loads((root / "skills-lock.json").read_text())
+    lock["skills"]["evil"] = {"source": str(other), "sourceType": "git", "computedHash": "0" * 64}
+    (root / "skills-lock.json").write_text(json.dumps(lock))
+    commit_all(root, "a teammate adds a source")
+    report = install(load_settings(root))
+    assert "kb-usage" in report.installed and "evil" not in report.installed
+    (refusal,) = [line for line in report.problems if "evil" in line]
+    assert "not trusted on this machine yet" in refusal and "kbkit trust skills" in refusal

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,10 +152,10 @@ def test_a_stop_halfway_loses_nothing_and_a_rerun_finishes(
     plan = plan_import(settings)
     real = importer.atomic_write_text
 
-    def stop_at_kbkit_toml(path: Path, text: str) -> bool:
+    def stop_at_kbkit_toml(path: Path, text: str, **options: Any) -> bool:
         if path.name == "kbkit.toml":
             raise KeyboardInterrupt
-        return real(path, text)
+        return real(path, text, **options)
 
     monkeypatch.setattr(importer, "atomic_write_text", stop_at_kbkit_toml)
     with pytest.raises(KeyboardInterrupt):
@@ -198,3 +199,51 @@ def test_servers_it_cannot_take_are_left_in_place_with_the_reason(tmp_path: Path
     assert set(tomllib.loads((root / "kbkit.toml").read_text())["servers"]) == {"fine"}
     kept = json.loads((root / ".mcp.json").read_text())["mcpServers"]
     assert kept["basic"] == hand["mcpServers"]["basic"] and kept["insecure"] == hand["mcpServers"]["insecure"]
+
+
+ARG_SECRETS = ("ghp_argumentToken1234567890", "hunter2-db-password", "sk-flagvalue-abcdefgh1234")
+
+
+@pytest.mark.git
+def test_secrets_in_a_commands_arguments_move_to_env_local_too(tmp_path: Path) -> None:
+    root = git_repo(tmp_path, [])
+    (root / "kbkit.toml").write_text(KBKIT_TOML.format(clients='["claude-code"]'), encoding="utf-8")
+    args = [
+        "--token",
+        ARG_SECRETS[0],
+        f"postgres://app:{ARG_SECRETS[1]}@db.internal/app",
+        f"--api-key={ARG_SECRETS[2]}",
+        "--path",
+        "/srv/data",
+    ]
+    servers = {"mcpServers": {"pg": {"command": "pg-mcp", "args": args}}}
+    (root / ".mcp.json").write_text(json.dumps(servers), encoding="utf-8")
+    dry = kbkit_in_process("servers", "import", "--dry-run", "--root", str(root))
+    assert not any(secret in dry.stdout + dry.stderr for secret in ARG_SECRETS)
+    target = tmp_path / "secrets" / "env"  # the member keeps .env.local elsewhere, linked
+    target.parent.mkdir()
+    target.write_text("OTHER=1\n")
+    (root / ".env.local").symlink_to(target)
+    assert kbkit_in_process("servers", "import", "--yes", "--root", str(root)).returncode == 0
+    command = tomllib.loads((root / "kbkit.toml").read_text())["servers"]["pg"]["command"]
+    assert command == [
+        "pg-mcp",
+        "--token",
+        "${PG_TOKEN}",
+        "postgres://app:${PG_PASSWORD}@db.internal/app",
+        "--api-key=${PG_API_KEY}",
+        "--path",
+        "/srv/data",
+    ]
+    assert not any(secret in (root / "kbkit.toml").read_text() for secret in ARG_SECRETS)
+    assert (root / ".env.local").is_symlink() and set(ARG_SECRETS) <= set(read_env_file(root).values())
+    assert load_settings(root).waiting("servers.pg") is None  # imported by the member: theirs
+
+
+@pytest.mark.git
+def test_an_env_local_created_by_import_is_private(tmp_path: Path) -> None:
+    import stat
+
+    root = hand_written(tmp_path)
+    assert kbkit_in_process("servers", "import", "--yes", "--root", str(root)).returncode == 0
+    assert stat.S_IMODE((root / ".env.local").stat().st_mode) == 0o600
