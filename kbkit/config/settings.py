@@ -49,7 +49,8 @@ class Pending:
 
     @property
     def meanwhile(self) -> str:
-        kept = "the settings you trusted stay in use" if self.fallback else "it is off"
+        off = "agents use the local kb server" if self.key == "sync.remote_url" else "it is off"
+        kept = "the settings you trusted stay in use" if self.fallback else off
         return f"{kept} until you allow it"
 
     def line(self) -> str:
