@@ -48,7 +48,8 @@ class ExitCode(IntEnum):
     OK = 0, "success; for `doctor`, `sync --check` and `skills check`: nothing to fix"
     CHECK_FAILED = (
         1,
-        "a check found something to fix: `doctor` (a warning or a failure), `sync --check`, `skills check`",
+        "a check found something to fix: `doctor` (a warning or a failure), `sync --check`, `skills check`, "
+        "`eval` (below a threshold of its questions file)",
     )
     BAD_INPUT = (
         2,

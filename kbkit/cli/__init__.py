@@ -11,7 +11,21 @@ from typing import Annotated
 import typer
 
 from kbkit import __version__
-from kbkit.cli import connect, doctor, index, init, run, search, serve, servers, skills, sync, token, trust
+from kbkit.cli import (
+    connect,
+    doctor,
+    evaluate,
+    index,
+    init,
+    run,
+    search,
+    serve,
+    servers,
+    skills,
+    sync,
+    token,
+    trust,
+)
 from kbkit.cli.boundary import KbkitGroup
 
 app = typer.Typer(
@@ -35,6 +49,7 @@ for command in (
     trust.trust,
 ):
     app.command()(command)
+app.command(name="eval")(evaluate.evaluate)
 app.add_typer(skills.app, name="skills")
 app.add_typer(token.app, name="token")
 app.add_typer(servers.app, name="servers")

@@ -223,14 +223,23 @@ def _fall_back(config: Any, key: str, record: Mapping[str, Any] | None) -> Any:
         url = record["remote_url"] if record else ""
         return config.model_copy(update={"sync": config.sync.model_copy(update={"remote_url": url})})
     if key == "memory" and record is not None:
-        update = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in MEMORY_KEYS}
-        return config.model_copy(update={"memory": config.memory.model_copy(update=update)})
+        return config.model_copy(update={"memory": _restored(config.memory, record, MEMORY_KEYS)})
     if key.startswith("servers.") and record is not None:
         name = key.removeprefix("servers.")
-        update = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in SERVER_KEYS}
-        servers = {**config.servers, name: config.servers[name].model_copy(update=update)}
+        servers = {**config.servers, name: _restored(config.servers[name], record, SERVER_KEYS)}
         return config.model_copy(update={"servers": servers})
     return config  # memory and servers with no record stay as written: every use asks `waiting`
+
+
+def _restored(section: Any, record: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    """`section` with `keys` as `record` has them; a key set back to its default counts as unset
+    again (as if the file did not write it)."""
+    update = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in keys}
+    copy = section.model_copy(update=update)
+    fields = type(section).model_fields
+    unset = {k for k in update if getattr(copy, k) == fields[k].get_default(call_default_factory=True)}
+    object.__setattr__(copy, "__pydantic_fields_set__", (copy.model_fields_set | set(update)) - unset)
+    return copy
 
 
 def describe(part: Part, record: Any) -> list[str]:

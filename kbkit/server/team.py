@@ -160,6 +160,9 @@ def run(settings: Settings, name: str, report: Report) -> ExitCode:
     """The `kbkit run` process. A stdio server replaces this process and never returns; a remote
     one is relayed until stdin closes. Problems before the start raise (one line, an exit code)."""
     allowed(settings, name)
+    waiting = settings.waiting(f"servers.{name}")
+    if waiting is not None:  # its trusted values run meanwhile: the agent's MCP log says why
+        report(f"{name}: {waiting.line()}")
     launch = resolve(settings, name)
     if launch.url:
         from kbkit.server.relay import Token

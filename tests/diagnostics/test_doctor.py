@@ -18,6 +18,7 @@ from tests.helpers.memory import KEY, MemoryUpstream
 from tests.helpers.paths import REPO
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process, serve_with_no_client
+from tests.helpers.trust import trust_project
 
 SCHEMA = json.loads((REPO / "docs" / "doctor.schema.json").read_text())
 
@@ -118,6 +119,8 @@ def test_a_bank_set_for_a_memory_url_without_a_bank_is_said_to_do_nothing(
     (key,) = check_memory(Context(root, load_settings(root)))
     assert "HINDSIGHT_API_KEY is not set" in key.finding  # nothing about a bank nobody wrote
     (root / "kbkit.toml").write_text((root / "kbkit.toml").read_text() + 'bank = "team"\n')
+    assert len(check_memory(Context(root, load_settings(root)))) == 1  # the bank waits for trust
+    trust_project(root)
     key, bank = check_memory(Context(root, load_settings(root)))
     assert bank.status == "warn"
     assert bank.finding == "bank = 'team' has no effect: [memory] url has no {bank} in it"

@@ -23,7 +23,7 @@ def state_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def project(tmp_path: Path, servers: str, *, trusted: bool = True) -> Path:
-    root = make_project(tmp_path / "p", files={}, config=f'[kb]\npath = "docs"\n{servers}')
+    root = make_project(tmp_path / "p", files={}, config=f'[kb]\npath = "docs"\n{servers}', trusted=False)
     keys = f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n"
     (root / ".env.local").write_text(keys, encoding="utf-8")
     if trusted:

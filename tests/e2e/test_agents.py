@@ -33,6 +33,7 @@ from tests.helpers.serve import kbkit_command
 from tests.helpers.team import HTTP_PEER, REMOTE_KEY, STDIO_KEY, sha256, stdio_server, trust_for
 from tests.helpers.team import remote_server as remote_team_server
 from tests.helpers.tiers import kind
+from tests.helpers.trust import trust_project
 from tests.peers import agents
 
 PORT = 18080
@@ -224,6 +225,7 @@ def synced(root: Path, mode: str, extra: str = "", env_local: str = "") -> Path:
 def report(agent: Agent, root: Path, home: Path, mode: str) -> Report:
     """One agent's own report on the `kb` entry, after the approvals a user gives."""
     home.mkdir(parents=True)
+    trust_for(root, home)  # the member trusted the project (its remote URL) on this machine
     env = agents.agent_env(home, **agent.approve(home, root))
     if mode == "http":
         env["MCP_TOKEN"] = TEST_TOKEN  # the step sync prints for direct HTTP entries
@@ -319,6 +321,7 @@ def test_qwen_code_asks_again_once_sync_changed_the_entry(tmp_path: Path) -> Non
     (root / "kbkit.toml").write_text(
         (root / "kbkit.toml").read_text() + f'remote_url = "http://127.0.0.1:{PORT}/mcp"\n', encoding="utf-8"
     )
+    trust_project(root)
     done = subprocess.run(
         [*kbkit_command(), "sync", "--root", str(root)], capture_output=True, text=True, check=False
     )

@@ -11,27 +11,29 @@ A new row is covered by the loops; a new entry shape or dialect fails here until
 from __future__ import annotations
 
 import json
-import re
-import shlex
 import subprocess
-import time
-import tomllib
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client
 
 from kbkit.catalog.clients import CLIENTS
-from kbkit.catalog.clients import Client as ClientRow
 from kbkit.diagnostics import Finding, run_checks
-from kbkit.sync import jsonc
+from kbkit.diagnostics.launch import (
+    DIALECTS,
+    PARSERS,
+    READERS,
+    Launch,
+    Result,
+    agent_folder,
+    expand,
+    launch_of,
+    read_entry,
+)
+from kbkit.diagnostics.launch import run_launch as engine_run_launch
 from kbkit.sync.render import token_reference
 from tests.helpers.http import INITIALIZE, TEST_TOKEN, HttpServer
 from tests.helpers.launch import initialize_and_search
@@ -50,149 +52,6 @@ CONCURRENT_LAUNCHES = 6
 pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("launch-as-agent")]
 
 
-# -- how each agent reads its file -------------------------------------------------------------
-
-PARSERS: dict[str, Callable[[str], Any]] = {
-    "json": json.loads,
-    "jsonc": jsonc.loads,
-    "toml": tomllib.loads,
-    "toml-tables": tomllib.loads,
-}
-
-_NAME = r"([A-Za-z_][A-Za-z0-9_]*)"
-DIALECTS: dict[str | None, re.Pattern[str] | None] = {
-    "${{{var}}}": re.compile(r"\$\{" + _NAME + r"(?::-([^}]*))?\}"),  # Claude Code, Gemini, Kiro
-    "${{env:{var}}}": re.compile(r"\$\{env:" + _NAME + r"\}"),  # Cursor, VS Code, Windsurf
-    "{{env:{var}}}": re.compile(r"\{env:" + _NAME + r"\}"),  # opencode
-    "names": None,  # Codex: variables are named in their own keys (env_vars, bearer_token_env_var)
-    None: None,  # no way to refer to a variable: every string is literal
-}
-"""The client table's dialect column -> what the agent substitutes. An unset variable stays as
-written (a default, `${VAR:-x}`, is used where the dialect has one), as agents leave it."""
-
-
-def expand(value: Any, dialect: str | None, agent_env: Mapping[str, str]) -> Any:
-    """Every string of an entry, with the dialect's references replaced from the agent's environment."""
-    pattern = DIALECTS[dialect]
-    if isinstance(value, dict):
-        return {key: expand(item, dialect, agent_env) for key, item in value.items()}
-    if isinstance(value, list):
-        return [expand(item, dialect, agent_env) for item in value]
-    if isinstance(value, str) and pattern is not None:
-
-        def substitute(match: re.Match[str]) -> str:
-            default = match.group(2) if match.lastindex and match.lastindex >= 2 else None
-            return agent_env.get(match.group(1), default if default is not None else match.group(0))
-
-        return pattern.sub(substitute, value)
-    return value
-
-
-@dataclass
-class Launch:
-    """What the agent starts: a process (command, args, env, cwd) or an HTTP connection."""
-
-    command: str | None = None
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str | None = None
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-def _stdio_or_http(entry: dict[str, Any], url_key: str) -> Launch:
-    if url_key in entry:
-        return Launch(url=entry[url_key], headers=dict(entry.get("headers", {})))
-    return Launch(entry["command"], list(entry.get("args", [])), dict(entry.get("env", {})), entry.get("cwd"))
-
-
-def _opencode(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
-    if entry["type"] == "remote":
-        return Launch(url=entry["url"], headers=dict(entry.get("headers", {})))
-    command, *args = entry["command"]
-    return Launch(command, args, dict(entry.get("environment", {})))
-
-
-def _codex(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
-    if "url" in entry:
-        headers = dict(entry.get("http_headers", {}))
-        headers |= {h: agent_env.get(var, "") for h, var in entry.get("env_http_headers", {}).items()}
-        if "bearer_token_env_var" in entry:
-            headers["Authorization"] = f"Bearer {agent_env.get(entry['bearer_token_env_var'], '')}"
-        return Launch(url=entry["url"], headers=headers)
-    env = dict(entry.get("env", {}))
-    env |= {name: agent_env[name] for name in entry.get("env_vars", []) if name in agent_env}
-    return Launch(entry["command"], list(entry.get("args", [])), env, entry.get("cwd"))
-
-
-def _goose(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
-    """Goose: `type: stdio` runs `cmd` with `args` and `envs`; `type: streamable_http` reaches `uri`."""
-    if entry["type"] == "streamable_http":
-        return Launch(url=entry["uri"], headers=dict(entry.get("headers", {})))
-    return Launch(entry["cmd"], list(entry.get("args", [])), dict(entry.get("envs", {})))
-
-
-def _grok(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
-    """Grok CLI (vibe-kit): an entry without `transport` is a stdio server (dist/mcp/client.js)."""
-    transport = entry.get("transport") or {"type": "stdio", **entry}
-    return Launch(transport["command"], list(transport.get("args", [])), dict(transport.get("env", {})))
-
-
-def _vibe(entry: dict[str, Any], agent_env: Mapping[str, str]) -> Launch:
-    """Mistral Vibe (vibe/core/config/models.py MCPStdio.argv): `command`, a list or a shell-split
-    string, then `args`."""
-    command = entry["command"] if isinstance(entry["command"], list) else shlex.split(entry["command"])
-    return Launch(
-        command[0], [*command[1:], *entry.get("args", [])], dict(entry.get("env", {})), entry.get("cwd")
-    )
-
-
-READERS: dict[str, Callable[[dict[str, Any], Mapping[str, str]], Launch]] = {
-    "typed": lambda entry, _: _stdio_or_http(entry, "url"),  # Claude Code, VS Code (a "type" key)
-    "plain": lambda entry, _: _stdio_or_http(entry, "url"),
-    "server-url": lambda entry, _: _stdio_or_http(entry, "serverUrl"),  # Devin, Windsurf
-    "roo": lambda entry, _: _stdio_or_http(entry, "url"),  # Roo Code (`type: streamable-http`)
-    "gemini": lambda entry, _: _stdio_or_http(entry, "httpUrl"),  # Gemini CLI, Qwen Code
-    "opencode": _opencode,
-    "codex": _codex,
-    "goose": _goose,
-    "grok": _grok,
-    "vibe": _vibe,
-}
-"""The client table's template column (the entry's shape) -> how its agent reads an entry."""
-
-
-def read_entry(root: Path, client: ClientRow, server_name: str = "kb") -> dict[str, Any]:
-    path = client.path if server_name == "kb" else client.path_for(server_name)  # a team server's file
-    data = PARSERS[client.format]((root / path).read_text(encoding="utf-8"))
-    for key in client.root_key:
-        data = data[key]
-    if client.format == "toml-tables":  # Mistral Vibe: the table whose `name` is the server's
-        return dict(next(item for item in data if item["name"] == server_name))
-    return data[server_name]
-
-
-def launch_of(root: Path, client: ClientRow, agent_env: Mapping[str, str], server: str = "kb") -> Launch:
-    entry = expand(read_entry(root, client, server), client.env_reference, agent_env)
-    return READERS[client.template](entry, agent_env)
-
-
-def agent_folder(root: Path, client: ClientRow) -> str:
-    """Where the agent starts its servers: the project, or anywhere (`/`) for a user-level config."""
-    return "/" if client.user_level else str(root)
-
-
-# -- launching ---------------------------------------------------------------------------------
-
-
-@dataclass
-class Result:
-    ok: bool
-    detail: str
-    seconds: float
-    transport: str
-
-
 Check = Callable[[Client], Awaitable[str]]
 """What is asked of a launched server: kb's search, or a team server's own tool."""
 
@@ -200,38 +59,8 @@ Check = Callable[[Client], Awaitable[str]]
 async def run_launch(
     launch: Launch, cwd: str, agent_env: Mapping[str, str], log: Path, check: Check = initialize_and_search
 ) -> Result:
-    started = time.monotonic()
-    try:
-        with anyio.fail_after(LAUNCH_DEADLINE):
-            if launch.url is not None:
-                async with (
-                    httpx2.AsyncClient(headers=launch.headers, timeout=30) as http,
-                    Client(
-                        streamable_http_client(launch.url, http_client=http), mode="legacy", cache=None
-                    ) as c,
-                ):
-                    detail = await check(c)
-                return Result(True, detail, time.monotonic() - started, "http")
-            params = StdioServerParameters(
-                command=launch.command or "",
-                args=launch.args,
-                # What reaches the process: the SDK's short safe list (HOME, USER, ...), the agent's
-                # PATH and HOME, and the entry's own env. Never the test's MCP_TOKEN or VIRTUAL_ENV.
-                env={"PATH": agent_env["PATH"], "HOME": agent_env["HOME"], **launch.env},
-                cwd=launch.cwd or cwd,
-            )
-            with open(log, "w", encoding="utf-8") as errlog:
-                async with Client(stdio_client(params, errlog=errlog), mode="legacy", cache=None) as c:
-                    detail = await check(c)
-            if "Traceback" in log.read_text(encoding="utf-8"):
-                return Result(
-                    False, f"a traceback on stderr: {log.read_text()}", time.monotonic() - started, "stdio"
-                )
-            return Result(True, detail, time.monotonic() - started, "stdio")
-    except Exception as exc:  # a launch that fails is a finding for that client, reported with the rest
-        stderr = log.read_text(encoding="utf-8") if log.exists() else ""
-        detail = f"{type(exc).__name__}: {exc}; stderr: {stderr[-600:]}"
-        return Result(False, detail, time.monotonic() - started, "http" if launch.url else "stdio")
+    """kbkit's own launch (`kbkit doctor --launch`), asked a search instead of tools/list."""
+    return await engine_run_launch(launch, cwd, agent_env, log, check, LAUNCH_DEADLINE)
 
 
 async def launch_every_client(
@@ -365,11 +194,14 @@ def remote_server(tmp_path_factory: pytest.TempPathFactory):
     server.stop()
 
 
-def remote_project(base: Path, server: HttpServer, extra: str = "") -> tuple[Path, str]:
+def remote_project(base: Path, server: HttpServer, home: Path, extra: str = "") -> tuple[Path, str]:
+    """A member's project pointing at the shared server, trusted by that member (`kbkit trust`, in
+    the state folder under the HOME their agents run with)."""
     root = make_project(
         base / "project", files={}, config=every_client(f'remote_url = "{server.url}"\n{extra}')
     )
     (root / ".env.local").write_text(f"MCP_TOKEN={TEST_TOKEN}\n", encoding="utf-8")
+    trust_for(root, home)
     return root, sync_project(root).stdout
 
 
@@ -377,7 +209,7 @@ def remote_project(base: Path, server: HttpServer, extra: str = "") -> tuple[Pat
 async def test_with_the_token_only_in_env_local_every_entry_reaches_the_remote_server(
     tmp_path: Path, remote_server: HttpServer, agent_home: Path
 ) -> None:
-    root, _ = remote_project(tmp_path, remote_server)
+    root, _ = remote_project(tmp_path, remote_server, agent_home)
     agent_env = agent_environment(agent_home)
     assert "MCP_TOKEN" not in agent_env
     for client in CLIENTS.values():
@@ -390,7 +222,7 @@ async def test_with_the_token_only_in_env_local_every_entry_reaches_the_remote_s
 async def test_remote_transport_http_entries_work_when_the_agent_s_environment_holds_the_token(
     tmp_path: Path, remote_server: HttpServer, agent_home: Path
 ) -> None:
-    root, out = remote_project(tmp_path, remote_server, 'remote_transport = "http"\n')
+    root, out = remote_project(tmp_path, remote_server, agent_home, 'remote_transport = "http"\n')
     direct = [name for name, c in CLIENTS.items() if c.http and c.env_reference is not None]
     assert f'note: remote_transport = "http": {", ".join(direct)} read MCP_TOKEN' in out
     for name in direct:  # each refers to the token in its own dialect, never by value

@@ -36,6 +36,7 @@ from tests.helpers.http import (
 )
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process
+from tests.helpers.trust import trust_project
 from tests.helpers.wait import wait_until
 from tests.peers.launch import forked_kbkit
 
@@ -529,6 +530,7 @@ def test_an_expiry_past_what_a_date_holds_is_a_clear_error(tmp_path: Path) -> No
 def test_a_network_bind_without_an_audience_warns(tmp_path: Path, peer: JwksPeer) -> None:
     root = make_project(tmp_path / "project")
     configure(root, '[server.http]\nallowed_hosts = ["kb.internal:*"]\n')
+    trust_project(root)  # the operator reviewed the commit that opened the server to kb.internal
     (root / "kbkit.local.toml").write_text(
         f'[server.http.oauth]\nissuer = "{peer.issuer}"\nclaims = {{ groups = ["eng"] }}\n'
     )
@@ -605,7 +607,7 @@ def test_auth_settings_in_kbkit_toml_that_widen_access_wait_for_kbkit_trust(
         assert post(server, alice, INITIALIZE).status_code == 401
     finally:
         assert server.stop() == STOPPED
-    assert "trusted: kbkit.toml's http.oauth.issuer" in trust()
+    assert "trusted: server.http" in trust()
     server = serve()
     try:
         wait_until(lambda: "signing key(s) cached" in server.stderr(), what="the keys")

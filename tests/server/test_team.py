@@ -29,7 +29,7 @@ AGENT_ENV = {"PATH": "/usr/bin:/bin"}
 
 def team_project(tmp_path: Path, servers: str, env_local: str | None = None, *, trusted: bool = True) -> Path:
     """A project declaring `servers` in kbkit.toml, allowed by `kbkit trust` unless `trusted` is False."""
-    root = make_project(tmp_path / "p", files={}, config=f'[kb]\npath = "docs"\n{servers}')
+    root = make_project(tmp_path / "p", files={}, config=f'[kb]\npath = "docs"\n{servers}', trusted=trusted)
     text = env_local if env_local is not None else f"TRACKER_TOKEN={STDIO_KEY}\nWIKI_TOKEN={REMOTE_KEY}\n"
     (root / ".env.local").write_text(text, encoding="utf-8")
     if trusted:
@@ -174,19 +174,23 @@ def test_a_server_from_kbkit_toml_never_starts_before_kbkit_trust_nor_after_it_c
     tmp_path: Path,
 ) -> None:
     marker = tmp_path / "started"
-    command = f'["{sys.executable}", "-c", "open({str(marker)!r}, \'w\')"]'
+    script = f"import os; open({str(marker)!r}, 'w').write(os.environ.get('NODE_OPTIONS', 'none'))"
+    command = json.dumps([sys.executable, "-c", script])
     root = team_project(tmp_path, f"[servers.tracker]\ncommand = {command}\n", trusted=False)
     done = run(root, "tracker", agent_env(tmp_path))
     assert done.returncode == 2 and "not trusted on this machine yet" in done.stderr.decode()
     assert "kbkit trust" in done.stderr.decode() and not marker.exists()
     trust_for(root, tmp_path / "home")
-    assert run(root, "tracker", agent_env(tmp_path)).returncode == 0 and marker.exists()
+    assert run(root, "tracker", agent_env(tmp_path)).returncode == 0 and marker.read_text() == "none"
     marker.unlink()
     config = (root / "kbkit.toml").read_text()
     (root / "kbkit.toml").write_text(config + 'env = { NODE_OPTIONS = "--require=/tmp/evil.js" }\n')
-    done = run(root, "tracker", agent_env(tmp_path))
-    assert done.returncode == 2 and "changed since you trusted it" in done.stderr.decode()
-    assert not marker.exists()
+    done = run(root, "tracker", agent_env(tmp_path))  # the values trusted run; the change waits
+    assert done.returncode == 0 and marker.read_text() == "none"
+    assert "changed in kbkit.toml since you trusted it (env)" in done.stderr.decode()
+    trust_for(root, tmp_path / "home")
+    assert run(root, "tracker", agent_env(tmp_path)).returncode == 0
+    assert marker.read_text() == "--require=/tmp/evil.js"  # allowed by the member: now it applies
 
 
 def test_a_server_from_kbkit_local_toml_is_the_user_s_own_and_needs_no_trust(tmp_path: Path) -> None:

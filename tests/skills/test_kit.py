@@ -154,6 +154,10 @@ def test_a_second_clone_restores_exactly_the_same_install_from_the_lock(tmp_path
     clone = tmp_path / "clone"
     git("clone", "-q", str(root), str(clone), cwd=tmp_path)
     assert not (clone / ".agents").exists()  # installs are not committed
+    waiting = run_kbkit("skills", "install", root=clone)  # a new clone trusts no source yet
+    assert waiting.returncode != 0 and "kbkit trust skills" in waiting.stderr
+    assert (clone / ".agents/skills/kb-usage").is_dir()  # the project's own skill needs no trust
+    assert run_kbkit("trust", "skills", root=clone).returncode == 0
     result = run_kbkit("skills", "install", root=clone)
     assert result.returncode == 0, result.stderr
     for name in ("kb-usage", "deploy-checklist"):

@@ -18,6 +18,7 @@ from tests.helpers.paths import REPO
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process
 from tests.helpers.sync import read_entry
+from tests.helpers.trust import trust_project
 
 TIMEOUTS = {
     "codex": ("startup_timeout_sec", 1),
@@ -145,6 +146,7 @@ def test_a_renamed_agent_s_old_id_still_selects_its_row_and_keeps_the_file_it_wr
     (root / "kbkit.toml").write_text(
         (root / "kbkit.toml").read_text() + 'remote_url = "https://kb.example/mcp"\n'
     )
+    trust_project(root)
     report = sync(load_settings(root), only=["windsurf"])
     assert [(o.client, o.action) for o in report.outcomes] == [("devin-desktop", "updated")]
     assert read_entry(root, "devin-desktop")["args"][0] == "connect"

@@ -16,6 +16,7 @@ from kbkit.errors import SyncRefused
 from kbkit.sync import render
 from kbkit.sync.servers import through_kbkit
 from tests.helpers.sync import ALL, git_repo, read_entry, run_sync
+from tests.helpers.trust import trust_project
 from tests.sync.test_sync import ALLOWED_KEYS
 
 STDIO_KEY = "team-stdio-key-0123456789abcdef"
@@ -160,6 +161,7 @@ def test_a_server_removed_from_kbkit_toml_is_taken_out_of_every_file(tmp_path: P
     )
     check = run_sync(root, mode="check")
     assert any("out of date" in p for p in check.problems)
+    trust_project(root)  # a renamed server is a new one: the member allows it
     report = run_sync(root)
     removed = {(o.client, o.server) for o in report.outcomes if o.action == "removed"}
     assert {("claude-code", "wiki"), ("codex", "wiki"), ("continue", "wiki"), ("kiro", "wiki")} <= removed
