@@ -104,6 +104,8 @@ class Launch:
     headers: dict[str, str] = field(default_factory=dict)
     unset: list[str] = field(default_factory=list)
     """Variables the entry names that the agent's environment does not set."""
+    foreign: list[str] = field(default_factory=list)
+    """References in another agent's syntax, which this agent does not expand."""
 
 
 def _stdio_or_http(entry: dict[str, Any], url_key: str) -> Launch:
@@ -193,7 +195,23 @@ def launch_of(
     entry = expand(raw, client.env_reference, agent_env)
     launch = READERS[client.template](entry, agent_env)
     launch.unset = list(dict.fromkeys([*launch.unset, *unexpanded(entry, client.env_reference)]))
+    launch.foreign = foreign_references(raw, client.env_reference)
     return launch
+
+
+def foreign_references(value: Any, dialect: str | None) -> list[str]:
+    """References written in another agent's syntax (`${env:TOKEN}` where `${TOKEN}` is meant): this
+    agent passes them on as they are."""
+    text = json.dumps(value)
+    found = []
+    for other, pattern in DIALECTS.items():
+        if other == dialect or pattern is None:
+            continue
+        found += [match.group(0) for match in pattern.finditer(text)]
+    own = DIALECTS.get(dialect)
+    mine = [match.group(0) for match in own.finditer(text)] if own is not None else []
+    unique = [ref for ref in dict.fromkeys(found) if not any(ref in ours for ours in mine)]
+    return [ref for ref in unique if not any(ref != other and ref in other for other in unique)]
 
 
 def agent_folder(root: Path, client: ClientRow) -> str:
@@ -381,7 +399,16 @@ async def launch_all(
         async with limiter:
             log = logs / f"{entry.client}.{entry.server}.log"
             found = await run_launch(launch, cwd, agent_env, log, check, bound)
-        if launch.unset and not found.ok:
+        if launch.foreign and not found.ok:
+            found = Result(
+                False,
+                f"{', '.join(launch.foreign)} is another agent's variable syntax: {entry.client} passes it "
+                f"on as written ({found.detail})",
+                found.seconds,
+                found.transport,
+                "run `kbkit sync` (`--force` after a hand edit): each agent gets its own syntax",
+            )
+        elif launch.unset and not found.ok:
             names = ", ".join(launch.unset)
             found = Result(
                 False,
