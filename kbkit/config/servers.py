@@ -78,6 +78,12 @@ class TeamServer(Section):
     preapprove: Names = key(
         (), "tool names the team deems read-only: pre-approved where an agent allows (never all)"
     )
+    tools: Names = key(
+        (),
+        "only these tools are offered and callable, for every agent (default: all)",
+        example=("search_issues",),
+    )
+    exclude_tools: Names = key((), "tools never offered nor callable, for every agent")
     startup_timeout: Seconds = key(
         START_UP_SECONDS, "seconds an agent (and kbkit doctor) gives the server to start"
     )
@@ -112,6 +118,9 @@ class TeamServer(Section):
                     raise Invalid(f"{name!r} is not a valid name here; e.g. {example}", key=table)
                 _one_line(value, f"{table}.{name}")
                 _references_ok(value, f"{table}.{name}")
+        for tool in (*self.tools, *self.exclude_tools):
+            if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", tool):
+                raise Invalid(f"{tool!r} is not a tool name (letters, digits, _ . -)", key="tools")
         for tool in self.preapprove:
             if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", tool):
                 raise Invalid(f"{tool!r} is not a tool name (letters, digits, _ . -)", key="preapprove")
@@ -132,7 +141,12 @@ class TeamServer(Section):
     @property
     def plain(self) -> bool:
         """Nothing to substitute or add: an agent can start it (or reach it) from its entry alone."""
-        return not (self.variables or self.env or self.headers)
+        return not (self.variables or self.env or self.headers or self.filtered)
+
+    @property
+    def filtered(self) -> bool:
+        """kbkit stands between the agent and the server to offer only some of its tools."""
+        return bool(self.tools or self.exclude_tools)
 
 
 def server_names(servers: dict[str, TeamServer]) -> dict[str, TeamServer]:

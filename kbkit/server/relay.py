@@ -55,6 +55,7 @@ from kbkit.catalog.clients import PERSONAL_TOKEN_VAR, TOKEN_VAR
 from kbkit.config import ENV_FILE, find_root, load_env, load_settings
 from kbkit.errors import ConfigError, ExitCode, InputError, KbkitError, describe, leaves
 from kbkit.server.memory.redaction import Redactor
+from kbkit.server.toolfilter import ToolFilter
 
 CLOSE_GRACE = 0.5
 """Seconds the relay spends ending the remote session once stdin has closed."""
@@ -133,7 +134,14 @@ def check_destination(url: str, root: Path | None) -> None:
     )
 
 
-def run(url: str, root: Path | None, report: Report, *, token: Token | None = None) -> ExitCode:
+def run(
+    url: str,
+    root: Path | None,
+    report: Report,
+    *,
+    token: Token | None = None,
+    tools: ToolFilter | None = None,
+) -> ExitCode:
     """The `kbkit connect` process: relay until stdin closes. Returns the exit code. A bad URL or an
     unreadable .env.local raises (the CLI's boundary says it); everything after start is a line
     through `report`, never a traceback. `token`: what to send instead of the kb server's token
@@ -149,7 +157,7 @@ def run(url: str, root: Path | None, report: Report, *, token: Token | None = No
         if token.value is None:
             report(f"connect: {token.describe()}; sending no token")
     try:
-        anyio.run(relay, url, token, report)
+        anyio.run(relay, url, token, report, tools)
     except KeyboardInterrupt:
         return ExitCode.OK
     except BaseException as exc:  # the process boundary: one line, whatever happened
@@ -162,7 +170,9 @@ def run(url: str, root: Path | None, report: Report, *, token: Token | None = No
     return ExitCode.OK
 
 
-async def relay(url: str, token: Token, report: Report, *, timeout: float = 300.0) -> None:
+async def relay(
+    url: str, token: Token, report: Report, tools: ToolFilter | None = None, *, timeout: float = 300.0
+) -> None:
     """Pump messages between stdin/stdout and the server at `url` until stdin closes."""
     logging.getLogger("mcp").setLevel(logging.CRITICAL + 1)  # failures are reported here, once
     upstream = _Upstream(url, token, report)
@@ -175,7 +185,7 @@ async def relay(url: str, token: Token, report: Report, *, timeout: float = 300.
     async with stdio_server() as (local_read, local_write), local_write:
         with anyio.CancelScope() as closing:
             async with client, streamable_http_client(url, http_client=client) as (remote_read, remote_write):
-                pump = _Pump(upstream, remote_write, local_write, report)
+                pump = _Pump(upstream, remote_write, local_write, report, tools)
                 try:
                     async with anyio.create_task_group() as group:
                         group.start_soon(pump.to_client, remote_read)
@@ -199,8 +209,14 @@ class _Pump:
     """Both directions of the relay, and the handshake it replays when the server lost the session."""
 
     def __init__(
-        self, upstream: _Upstream, remote_write: _Sender, local_write: _Sender, report: Report
+        self,
+        upstream: _Upstream,
+        remote_write: _Sender,
+        local_write: _Sender,
+        report: Report,
+        tools: ToolFilter | None = None,
     ) -> None:
+        self.tools = tools
         self.upstream = upstream
         self.remote_write = remote_write
         self.local_write = local_write
@@ -217,6 +233,11 @@ class _Pump:
                 self.report("connect: skipped a line from the agent that is not a JSON-RPC message")
                 continue
             message = item.message
+            if self.tools is not None and isinstance(message, JSONRPCRequest):
+                refusal = self.tools.from_agent(message.model_dump(by_alias=True, exclude_none=True))
+                if refusal is not None:  # a tool the team leaves out: answered here, never sent
+                    await self.local_write.send(SessionMessage(JSONRPCError.model_validate(refusal)))
+                    continue
             if isinstance(message, JSONRPCRequest):
                 if message.method == "initialize":
                     self.handshake = message
@@ -232,6 +253,8 @@ class _Pump:
             message = item.message
             if isinstance(message, JSONRPCResponse):
                 self.upstream.answered()
+                if self.tools is not None:
+                    self.tools.from_server({"id": message.id, "result": message.result})
             if isinstance(message, JSONRPCResponse | JSONRPCError) and message.id in self._replays:
                 self._replayed[message.id] = isinstance(message, JSONRPCResponse)
                 self._replays.pop(message.id).set()

@@ -26,7 +26,8 @@ from pathlib import Path
 from kbkit.config import ENV_FILE, Settings, read_env_file
 from kbkit.config.servers import TeamServer
 from kbkit.config.variables import Unset, substitute, substitute_all
-from kbkit.errors import ConfigError, EnvironmentProblem, ExitCode
+from kbkit.errors import ConfigError, EnvironmentProblem
+from kbkit.server.toolfilter import ToolFilter
 
 LOCALE_VARIABLES = ("LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TMPDIR")
 BASE_VARIABLES = ("PATH", "HOME", *LOCALE_VARIABLES)
@@ -156,7 +157,13 @@ def allowed(settings: Settings, name: str) -> None:
         raise ConfigError(waiting.line(), fix="then restart the agent")
 
 
-def run(settings: Settings, name: str, report: Report) -> ExitCode:
+def tool_filter(settings: Settings, name: str) -> ToolFilter | None:
+    """The filter of `[servers.NAME] tools` and `exclude_tools`; None when it offers every tool."""
+    server = team_server(settings, name)
+    return ToolFilter(name, server.tools, server.exclude_tools) if server.filtered else None
+
+
+def run(settings: Settings, name: str, report: Report) -> int:
     """The `kbkit run` process. A stdio server replaces this process and never returns; a remote
     one is relayed until stdin closes. Problems before the start raise (one line, an exit code)."""
     allowed(settings, name)
@@ -177,9 +184,14 @@ def run(settings: Settings, name: str, report: Report) -> ExitCode:
             shown_url=launch.shown_url,
             secrets=launch.secrets,
         )
-        return relay(launch.url, settings.root, report, token=token)
+        return relay(launch.url, settings.root, report, token=token, tools=tool_filter(settings, name))
     path = executable(launch)
     report(launch.describe())
+    tools = tool_filter(settings, name)
+    if tools is not None:  # kbkit stays between the agent and the server to filter its tools
+        from kbkit.server.stdio_proxy import proxy
+
+        return proxy([path, *launch.argv[1:]], launch.env, launch.cwd or settings.root, tools)
     os.chdir(launch.cwd or settings.root)
     os.execve(path, list(launch.argv), dict(launch.env))
     raise AssertionError("unreachable: exec returned")  # pragma: no cover

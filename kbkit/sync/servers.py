@@ -75,7 +75,7 @@ def every_client(settings: Settings) -> list[str]:
 
 def through_kbkit(server: TeamServer, client: Client) -> bool:
     """Whether the entry starts `kbkit run` rather than naming the server itself."""
-    return not (server.remote and server.plain and client.http)
+    return not (server.remote and server.plain and client.http)  # a filtered server is never plain
 
 
 def render_team_entry(
