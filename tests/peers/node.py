@@ -17,6 +17,10 @@ IDP = MODULES.parent / "idp.mjs"
 """An OAuth identity provider (node-oidc-provider) issuing JWT access tokens; needs OIDC_PROVIDER."""
 OIDC_PROVIDER = MODULES / "oidc-provider" / "lib" / "index.js"
 SERVER_MEMORY = MODULES / "@modelcontextprotocol" / "server-memory" / "dist" / "index.js"
+PLAYWRIGHT_MCP = MODULES / "@playwright" / "mcp" / "cli.js"
+"""Microsoft's Playwright MCP server: with every capability on, 71 tools (a server whose list alone
+costs an agent ~12k tokens), listed without starting a browser."""
+PLAYWRIGHT_CAPS = "--caps=vision,pdf,testing,tracing,storage,network,devtools"
 
 
 def require(entry: Path, what: str) -> tuple[str, str]:
