@@ -17,10 +17,10 @@ import re
 import shlex
 import time
 import tomllib
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Hashable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kbkit.catalog.clients import CLIENTS
 from kbkit.catalog.clients import Client as ClientRow
@@ -336,6 +336,44 @@ def _last_line(log: Path) -> str:
     return lines[-1][:300] if lines else ""
 
 
+K = TypeVar("K", bound=Hashable)
+
+
+async def start_once(
+    launches: Mapping[K, tuple[Launch, str]],
+    start: Callable[[K], Awaitable[Result]],
+    into: dict[K, Result],
+    *,
+    concurrent: int = CONCURRENT,
+    label: Callable[[K], str] = str,
+) -> None:
+    """Run `start` for each distinct launch (command, arguments, environment and folder; or URL and
+    headers), `concurrent` at a time, into `into`: entries that come to the same launch share its
+    result, `same_as` naming the one started. Entries not reached (the caller's time ran out, which
+    cancels this) are left out."""
+    import anyio
+
+    first_of: dict[str, K] = {}
+    for key, (launch, cwd) in launches.items():
+        first_of.setdefault(json.dumps([launch.__dict__, cwd], sort_keys=True), key)
+    started: dict[K, Result] = {}
+    limiter = anyio.CapacityLimiter(concurrent)
+
+    async def one(key: K) -> None:
+        async with limiter:
+            started[key] = await start(key)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for key in dict.fromkeys(first_of.values()):
+                group.start_soon(one, key)
+    finally:
+        for key, (launch, cwd) in launches.items():
+            first = first_of[json.dumps([launch.__dict__, cwd], sort_keys=True)]
+            if first in started:
+                into[key] = started[first] if first == key else replace(started[first], same_as=label(first))
+
+
 @dataclass(frozen=True)
 class Entry:
     """One server entry in one client's file, as sync recorded it."""
@@ -386,54 +424,34 @@ async def launch_all(
             )
             continue
         launches[entry] = launch, launch.cwd or agent_folder(root, client)
-    first_of: dict[str, Entry] = {}
-    for entry, (launch, cwd) in launches.items():
-        first_of.setdefault(json.dumps([launch.__dict__, cwd], sort_keys=True), entry)
-    started: dict[Entry, Result] = {}
-    limiter = anyio.CapacityLimiter(CONCURRENT)
 
-    async def start(entry: Entry) -> None:
+    async def start(entry: Entry) -> Result:
         launch, cwd = launches[entry]
         server = settings.servers.get(entry.server)
         bound = min(ENTRY_SECONDS, server.startup_timeout) if server is not None else ENTRY_SECONDS
-        async with limiter:
-            log = logs / f"{entry.client}.{entry.server}.log"
-            found = await run_launch(launch, cwd, agent_env, log, check, bound)
+        log = logs / f"{entry.client}.{entry.server}.log"
+        found = await run_launch(launch, cwd, agent_env, log, check, bound)
         if launch.foreign and not found.ok:
-            found = Result(
-                False,
-                f"{', '.join(launch.foreign)} is another agent's variable syntax: {entry.client} passes it "
-                f"on as written ({found.detail})",
-                found.seconds,
-                found.transport,
-                "run `kbkit sync` (`--force` after a hand edit): each agent gets its own syntax",
+            return replace(
+                found,
+                detail=f"{', '.join(launch.foreign)} is another agent's variable syntax: "
+                f"{entry.client} passes it on as written ({found.detail})",
+                fix="run `kbkit sync` (`--force` after a hand edit): each agent gets its own syntax",
             )
-        elif launch.unset and not found.ok:
+        if launch.unset and not found.ok:
             names = ", ".join(launch.unset)
-            found = Result(
-                False,
-                f"{names} not set in the agent's environment ({found.detail})",
-                found.seconds,
-                found.transport,
-                f"agents never read .env.local: let kbkit run the server (`kbkit sync`), or export {names} "
-                "where the agent starts",
+            return replace(
+                found,
+                detail=f"{names} not set in the agent's environment ({found.detail})",
+                fix="agents never read .env.local: let kbkit run the server (`kbkit sync`), or export "
+                f"{names} where the agent starts",
             )
-        started[entry] = found
+        return found
 
     with anyio.move_on_after(TOTAL_SECONDS):
-        async with anyio.create_task_group() as group:
-            for entry in dict.fromkeys(first_of.values()):
-                group.start_soon(start, entry)
-    for entry, (launch, cwd) in launches.items():
-        first = first_of[json.dumps([launch.__dict__, cwd], sort_keys=True)]
-        shared = started.get(first)
-        if shared is None:
-            results[entry] = Result(False, f"not reached within {TOTAL_SECONDS:.0f} s in all", 0, "-")
-            continue
-        same = None if first == entry else first.client
-        results[entry] = Result(
-            shared.ok, shared.detail, shared.seconds, shared.transport, shared.fix, shared.sign_in, same
-        )
+        await start_once(launches, start, results, label=lambda entry: entry.client)
+    for entry in launches:
+        results.setdefault(entry, Result(False, f"not reached within {TOTAL_SECONDS:.0f} s in all", 0, "-"))
     return {entry: results[entry] for entry in entries}
 
 

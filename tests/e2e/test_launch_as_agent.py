@@ -15,7 +15,6 @@ import subprocess
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
-import anyio
 import httpx2
 import pytest
 from mcp import Client
@@ -32,6 +31,7 @@ from kbkit.diagnostics.launch import (
     expand,
     launch_of,
     read_entry,
+    start_once,
 )
 from kbkit.diagnostics.launch import run_launch as engine_run_launch
 from kbkit.sync.render import token_reference
@@ -81,26 +81,13 @@ async def launch_every_client(
         client = CLIENTS[name]
         launch = launch_of(root, client, agent_env, server)
         launches[name] = launch, launch.cwd or agent_folder(root, client)
-    first_of: dict[str, str] = {}
-    for name, (launch, cwd) in launches.items():
-        first_of.setdefault(json.dumps([launch.__dict__, cwd], sort_keys=True), name)
-    started: dict[str, Result] = {}
-    limiter = anyio.CapacityLimiter(CONCURRENT_LAUNCHES)
+    results: dict[str, Result] = {}
 
-    async def start(name: str) -> None:
+    async def start(name: str) -> Result:
         launch, cwd = launches[name]
-        async with limiter:
-            started[name] = await run_launch(launch, cwd, agent_env, logs / f"{name}.log", check)
+        return await run_launch(launch, cwd, agent_env, logs / f"{name}.log", check)
 
-    async with anyio.create_task_group() as group:
-        for name in set(first_of.values()):
-            group.start_soon(start, name)
-    results = {}
-    for name, (launch, cwd) in launches.items():
-        first = first_of[json.dumps([launch.__dict__, cwd], sort_keys=True)]
-        shared = started[first]
-        note = "" if first == name else f" (the same launch as {first})"
-        results[name] = Result(shared.ok, shared.detail + note, shared.seconds, shared.transport)
+    await start_once(launches, start, results, concurrent=CONCURRENT_LAUNCHES)
     return results
 
 
