@@ -46,9 +46,11 @@ needs_extra = pytest.mark.usefixtures("extra_installed")
 
 
 def _modules_after_a_search(root: Path, block: str = "") -> dict:
-    """Index and search in a fresh interpreter; report which heavy modules got imported."""
+    """Index and search in a fresh interpreter; report which heavy modules got imported, and which
+    an import statement asked for (`attempted`, recorded by a `block` that hides them)."""
     code = (
         "import json, sys\n"
+        "attempted = []\n"
         f"{block}\n"
         "from kbkit.config import load_settings\n"
         "from kbkit.kb.base import KnowledgeBase\n"
@@ -57,11 +59,26 @@ def _modules_after_a_search(root: Path, block: str = "") -> dict:
         f"hits = [h.path for h in kb.search({PARAPHRASE!r}).results]\n"
         "line = kb.describe_search()[1]\n"
         "kb.close()\n"
-        f"print(json.dumps({{'loaded': [m for m in {HEAVY!r} if sys.modules.get(m) is not None], 'line': line, 'hits': hits}}))\n"
+        f"print(json.dumps({{'loaded': [m for m in {HEAVY!r} if sys.modules.get(m) is not None], "
+        "'attempted': attempted, 'line': line, 'hits': hits}))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+WITHOUT_THE_EXTRA = f"""
+import builtins
+for name in {HEAVY!r}:
+    sys.modules[name] = None  # as if not installed, whatever this machine has
+_import = builtins.__import__
+def _recording(name, *args, **kwargs):
+    if name.partition(".")[0] in {HEAVY!r}:
+        attempted.append(name)
+    return _import(name, *args, **kwargs)
+builtins.__import__ = _recording
+"""
+"""Makes the whole `semantic` extra missing (installed or not) and records any import of it."""
 
 
 @pytest.mark.processes
@@ -76,12 +93,12 @@ def test_with_semantic_off_nothing_extra_is_imported_and_search_is_lexical(tmp_p
 @pytest.mark.processes
 def test_semantic_on_without_the_extra_says_why_and_imports_nothing(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", DOCS, config=HYBRID)
-    blocked = "sys.modules['onnxruntime'] = None  # as if the extra were not installed"
-    out = _modules_after_a_search(root, block=blocked)
+    out = _modules_after_a_search(root, block=WITHOUT_THE_EXTRA)
     assert out["loaded"] == []
+    assert out["attempted"] == []
     assert out["line"] == (
         "search: BM25 only; hybrid is on in kbkit.toml but cannot run: "
-        'onnxruntime not installed; run: pip install "kbkit-mcp[semantic]"'
+        'numpy, onnxruntime, tokenizers not installed; run: pip install "kbkit-mcp[semantic]"'
     )
 
 
