@@ -47,7 +47,7 @@ VARIANTS: dict[str, str] = {
     "runs-128": "RUN_TOKENS 128: one window a run, no padding at all",
     "parallel": "execution mode parallel, 2 inter-op threads",
     "opt-basic": "graph optimization level basic (no fused attention, layer norm or GELU)",
-    "no-reuse": "every window run, even one whose tokens were embedded before in the pass",
+    "no-reuse": "stored vectors not looked up: a repeat in a later group of documents runs again",
 }
 """name -> what it changes against the shipping code."""
 
