@@ -109,12 +109,12 @@ def time_index(source: Path, pages: Path, project: Path) -> dict[str, Any]:
         stdout, stderr = out.read().decode(), err.read().decode()
     if child.returncode != 0:
         raise SystemExit(f"kbkit index ({source}) failed: {stderr[-2000:]}")
-    embedded = re.search(r"search: hybrid, (\d+) of (\d+) documents embedded", stdout)
+    embedded = re.search(r"^vectors: .*$", stdout, re.MULTILINE)
     return {
         "wall": wall,
         "cpu": usage.ru_utime + usage.ru_stime,
         "rss_mb": usage.ru_maxrss / 1024,
-        "embedded": embedded.group(0) if embedded else "(no hybrid line)",
+        "embedded": embedded.group(0) if embedded else "(no vectors line)",
         "progress_lines": sum(1 for line in stderr.splitlines() if line.startswith("embedding:")),
     }
 

@@ -14,6 +14,7 @@ from kbkit.cli.common import RootOption, open_kb
 
 if TYPE_CHECKING:
     from kbkit.kb.indexer import ProgressFn
+    from kbkit.kb.semantic import EmbedReport
 
 
 def index(
@@ -40,7 +41,7 @@ def index(
                 typer.echo(f"index repaired: {repaired}")
         typer.echo(describe_scan(report))
         if embedded is not None:
-            typer.echo(f"search: hybrid, {embedded.total} of {report.documents} documents embedded")
+            typer.echo(describe_vectors(embedded, report.documents))
         if skipped:
             listed = 0
             for path, reason in kb.store.skipped():
@@ -54,6 +55,20 @@ def index(
             typer.echo(f"  {describe_excluded(report)}")
     finally:
         kb.close()
+
+
+def describe_vectors(embedded: EmbedReport, documents: int) -> str:
+    """The embedding pass's own line: its time apart from the index's (it is most of the work)."""
+    if embedded.embedded:
+        reused = f", {embedded.reused} reused" if embedded.reused else ""
+        line = (
+            f"vectors: {embedded.embedded} document{'s' * (embedded.embedded != 1)} embedded "
+            f"({embedded.chunks} chunks{reused}) in {embedded.seconds:.2f} s"
+        )
+    else:
+        line = f"vectors: up to date ({embedded.seconds:.2f} s)"
+    left = documents - embedded.total
+    return line + (f"; {left} of {documents} documents still wait for vectors" if left > 0 else "")
 
 
 @contextmanager

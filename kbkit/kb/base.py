@@ -106,14 +106,21 @@ class KnowledgeBase:
             self.hybrid.start_background(log)
 
     def describe_search(self) -> tuple[bool, str]:
-        """(fine, a line): hybrid on or off, the model, how many documents are embedded, why off."""
+        """(fine, a line): hybrid on or off, the model, how many documents wait for vectors, why off."""
         from kbkit.kb import semantic
 
-        if self.hybrid is None or not self.store.prepared:
-            # A server opens its index in the background (docs/adr/0012): nothing to count yet.
-            return semantic.describe(self.hybrid, self.hybrid_off, None)
+        if self.hybrid is None:
+            return semantic.describe(None, self.hybrid_off, None)
+        files = self.hybrid.files
+        if not self.store.prepared:
+            # A server opens its index in the background (docs/adr/0012), the doctor never does:
+            # counted without opening it, bounded, as the boot line's documents are.
+            counted, _ = self.store.glance(lambda conn: semantic.waiting(conn, files))
+            return semantic.describe(self.hybrid, self.hybrid_off, counted)
         try:
-            return semantic.describe(self.hybrid, self.hybrid_off, self.store.reader())
+            return semantic.describe(
+                self.hybrid, self.hybrid_off, semantic.waiting(self.store.reader(), files)
+            )
         except (IndexUnavailable, *SqliteError) as exc:
             return False, f"search: the index could not be read ({exc})"
 

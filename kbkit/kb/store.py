@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from kbkit.errors import IndexUnavailable
 from kbkit.fsutil import private_folder
@@ -101,6 +102,8 @@ class Peek:
     rebuilds; a count over PEEK_SECONDS)."""
 
 
+T = TypeVar("T")
+
 _PEEK_COUNT = "SELECT count(*) FROM (SELECT 1 FROM documents LIMIT 1000000000)"
 
 
@@ -171,30 +174,38 @@ class Store:
             return int(self.reader().execute("SELECT count(*) FROM documents").fetchone()[0])
 
     def peek(self, seconds: float = PEEK_SECONDS) -> Peek:
-        """How many documents the file holds now, read before `prepare` opens it: nothing is
-        created, written or repaired (`mode=rw` never creates a file; a connection opened that way
-        removes the empty write-ahead log it leaves, where `mode=ro` cannot), and bounded: at most
-        `seconds` of SQLite's work and of waiting for another process's lock."""
+        """How many documents the file holds now, read before `prepare` opens it (`glance`)."""
+        # Counted row by row (a LIMIT keeps SQLite from its one-step count, which no deadline can
+        # stop), so the deadline holds whatever the index's size.
+        count, problem = self.glance(lambda conn: int(conn.execute(_PEEK_COUNT).fetchone()[0]), seconds)
+        return Peek(count, problem)
+
+    def glance(
+        self, read: Callable[[sqlite3.Connection], T], seconds: float = PEEK_SECONDS
+    ) -> tuple[T | None, str | None]:
+        """(what `read` found, None) or (None, why not), read before `prepare` opens the file:
+        nothing is created, written or repaired (`mode=rw` never creates a file; a connection opened
+        that way removes the empty write-ahead log it leaves, where `mode=ro` cannot), and bounded:
+        at most `seconds` of SQLite's work and of waiting for another process's lock. "new": no
+        index yet."""
         if link := self._link_problem():
-            return Peek(None, link)
+            return None, link
         if not self.path.exists() or self.path.stat().st_size == 0:
-            return Peek(None, "new")
+            return None, "new"
         try:
             conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=rw", uri=True, timeout=seconds)
         except SqliteError as exc:
-            return Peek(None, f"the index cannot be opened: {exc}")
+            return None, f"the index cannot be opened: {exc}"
         try:
             with Deadline(conn, seconds) as deadline:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version != SCHEMA_VERSION and version not in MIGRATIONS:
-                    return Peek(None, f"the index has schema {version}, this kbkit uses {SCHEMA_VERSION}")
-                # Counted row by row (a LIMIT keeps SQLite from its one-step count, which no
-                # deadline can stop), so the deadline holds whatever the index's size.
-                return Peek(conn.execute(_PEEK_COUNT).fetchone()[0])
+                    return None, f"the index has schema {version}, this kbkit uses {SCHEMA_VERSION}"
+                return read(conn), None
         except SqliteError as exc:
             if deadline.expired:
-                return Peek(None, f"counting took over {seconds} s")
-            return Peek(None, f"the index is unreadable: {exc}")
+                return None, f"counting took over {seconds} s"
+            return None, f"the index is unreadable: {exc}"
         finally:
             conn.close()
 

@@ -5,6 +5,8 @@ package index by tests/setup.sh; nothing is downloaded."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import time
@@ -17,7 +19,8 @@ from kbkit.kb import semantic
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.search import search
 from tests.helpers.project import make_project
-from tests.helpers.serve import serve_stdio
+from tests.helpers.serve import kbkit_command, kbkit_in_process, serve_stdio
+from tests.helpers.terminal import Terminal
 from tests.peers.launch import forked_kbkit
 from tests.peers.required import require_modules
 
@@ -46,9 +49,11 @@ needs_extra = pytest.mark.usefixtures("extra_installed")
 
 
 def _modules_after_a_search(root: Path, block: str = "") -> dict:
-    """Index and search in a fresh interpreter; report which heavy modules got imported."""
+    """Index and search in a fresh interpreter; report which heavy modules got imported, and which
+    an import statement asked for (`attempted`, recorded by a `block` that hides them)."""
     code = (
         "import json, sys\n"
+        "attempted = []\n"
         f"{block}\n"
         "from kbkit.config import load_settings\n"
         "from kbkit.kb.base import KnowledgeBase\n"
@@ -57,11 +62,26 @@ def _modules_after_a_search(root: Path, block: str = "") -> dict:
         f"hits = [h.path for h in kb.search({PARAPHRASE!r}).results]\n"
         "line = kb.describe_search()[1]\n"
         "kb.close()\n"
-        f"print(json.dumps({{'loaded': [m for m in {HEAVY!r} if sys.modules.get(m) is not None], 'line': line, 'hits': hits}}))\n"
+        f"print(json.dumps({{'loaded': [m for m in {HEAVY!r} if sys.modules.get(m) is not None], "
+        "'attempted': attempted, 'line': line, 'hits': hits}))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
+
+
+WITHOUT_THE_EXTRA = f"""
+import builtins
+for name in {HEAVY!r}:
+    sys.modules[name] = None  # as if not installed, whatever this machine has
+_import = builtins.__import__
+def _recording(name, *args, **kwargs):
+    if name.partition(".")[0] in {HEAVY!r}:
+        attempted.append(name)
+    return _import(name, *args, **kwargs)
+builtins.__import__ = _recording
+"""
+"""Makes the whole `semantic` extra missing (installed or not) and records any import of it."""
 
 
 @pytest.mark.processes
@@ -76,12 +96,12 @@ def test_with_semantic_off_nothing_extra_is_imported_and_search_is_lexical(tmp_p
 @pytest.mark.processes
 def test_semantic_on_without_the_extra_says_why_and_imports_nothing(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", DOCS, config=HYBRID)
-    blocked = "sys.modules['onnxruntime'] = None  # as if the extra were not installed"
-    out = _modules_after_a_search(root, block=blocked)
+    out = _modules_after_a_search(root, block=WITHOUT_THE_EXTRA)
     assert out["loaded"] == []
+    assert out["attempted"] == []
     assert out["line"] == (
         "search: BM25 only; hybrid is on in kbkit.toml but cannot run: "
-        'onnxruntime not installed; run: pip install "kbkit-mcp[semantic]"'
+        'numpy, onnxruntime, tokenizers not installed; run: pip install "kbkit-mcp[semantic]"'
     )
 
 
@@ -128,10 +148,7 @@ def test_hybrid_finds_a_paraphrase_that_shares_no_word_with_the_page(hybrid_kb: 
     hits = hybrid_kb.search(PARAPHRASE).results
     assert hits[0].path == "credentials.md"
     assert hits[0].score == 1.0
-    assert hybrid_kb.describe_search() == (
-        True,
-        f"search: hybrid, BM25 + {PACKAGED}; 3 of 3 documents embedded",
-    )
+    assert hybrid_kb.describe_search() == (True, f"search: hybrid, BM25 + {PACKAGED}")
 
 
 @needs_extra
@@ -204,7 +221,7 @@ def test_kbkit_index_embeds_every_document_before_it_returns(tmp_path: Path) -> 
         [*forked_kbkit(), "index", "--root", str(root)], capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr
-    assert "search: hybrid, 3 of 3 documents embedded" in result.stdout
+    assert "vectors: 3 documents embedded (" in result.stdout
     assert "embedding: 3 of 3 documents" in result.stderr  # progress, piped: plain lines
     found = subprocess.run(
         [*forked_kbkit(), "search", PARAPHRASE, "--json", "--root", str(root)],
@@ -213,6 +230,101 @@ def test_kbkit_index_embeds_every_document_before_it_returns(tmp_path: Path) -> 
         timeout=300,
     )
     assert json.loads(found.stdout)["results"][0]["path"] == "credentials.md"
+
+
+WAITING = "wait for vectors (computed in the background while serving, or by `kbkit index`)"
+
+
+@needs_extra
+def test_the_search_line_says_how_many_documents_wait_for_vectors_and_nothing_when_none_do(
+    hybrid_kb: KnowledgeBase,
+) -> None:
+    """The boot lines and the doctor read it, on an index open or not yet opened."""
+    waiting = (False, f"search: hybrid, BM25 + {PACKAGED}; 3 of 3 documents {WAITING}")
+    assert hybrid_kb.describe_search() == waiting
+    unopened = KnowledgeBase.open(hybrid_kb.settings, deferred=True)  # as `kbkit serve` boots
+    try:
+        assert unopened.describe_search() == waiting
+        hybrid_kb.embed()
+        assert unopened.describe_search() == (True, f"search: hybrid, BM25 + {PACKAGED}")
+        assert hybrid_kb.describe_search() == (True, f"search: hybrid, BM25 + {PACKAGED}")
+        (Path(hybrid_kb.settings.kb_path) / "oncall.md").write_text("# On-call\n\nRotate weekly.\n")
+        hybrid_kb.scan()
+        one = (False, f"search: hybrid, BM25 + {PACKAGED}; 1 of 3 documents {WAITING}")
+        assert unopened.describe_search() == one
+        assert hybrid_kb.describe_search() == one
+    finally:
+        unopened.close()
+
+
+@needs_extra
+def test_vectors_of_another_model_count_as_waiting(tmp_path: Path) -> None:
+    packaged = semantic.locate_model("")
+    folder = tmp_path / "p" / "models" / "mini"
+    folder.mkdir(parents=True)
+    (folder / "model.onnx").symlink_to(packaged.onnx)
+    (folder / "vocab.txt").write_bytes(packaged.tokenizer.read_bytes())
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()
+        kb.embed()
+    finally:
+        kb.close()
+    (root / "kbkit.toml").write_text(HYBRID + 'model = "models/mini"\n', encoding="utf-8")
+    other = KnowledgeBase.open(load_settings(root), deferred=True)
+    try:
+        assert other.describe_search()[1] == f"search: hybrid, BM25 + mini; 3 of 3 documents {WAITING}"
+    finally:
+        other.close()
+
+
+@needs_extra
+def test_the_doctor_says_how_many_documents_wait_for_vectors(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    assert kbkit_in_process("index", "--root", str(root)).returncode == 0
+    (root / "docs" / "extra.md").write_text("# Extra\n\nOne more page.\n", encoding="utf-8")
+    kb = KnowledgeBase.open(load_settings(root))
+    try:
+        kb.scan()  # indexed, not embedded
+    finally:
+        kb.close()
+
+    def search_finding() -> dict:
+        result = kbkit_in_process("doctor", "--json", "--root", str(root))
+        (finding,) = [f for f in json.loads(result.stdout)["checks"] if f["check"] == "search"]
+        return finding
+
+    finding = search_finding()
+    assert finding["status"] == "warn"
+    assert finding["finding"] == f"hybrid, BM25 + {PACKAGED}; 1 of 4 documents {WAITING}"
+    assert kbkit_in_process("index", "--root", str(root)).returncode == 0
+    finding = search_finding()
+    assert (finding["status"], finding["finding"]) == ("ok", f"hybrid, BM25 + {PACKAGED}")
+
+
+@needs_extra
+def test_kbkit_index_says_how_long_the_vectors_took_apart_from_the_index(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    result = kbkit_in_process("index", "--root", str(root))
+    assert result.returncode == 0, result.stderr
+    index_line, vectors_line = result.stdout.splitlines()
+    assert index_line.startswith("index: 3 documents (3 added")
+    assert re.fullmatch(r"vectors: 3 documents embedded \(\d+ chunks\) in \d+\.\d\d s", vectors_line)
+    again = kbkit_in_process("index", "--root", str(root)).stdout.splitlines()
+    assert re.fullmatch(r"vectors: up to date \(\d+\.\d\d s\)", again[1])
+
+
+@pytest.mark.processes
+@needs_extra
+def test_kbkit_index_shows_an_embedding_bar_on_a_terminal(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    env = {**os.environ, "COLUMNS": "100", "TERM": "xterm"}
+    with Terminal([*kbkit_command(), "index", "--root", str(root)], env=env) as terminal:
+        assert terminal.wait(300) == 0, terminal.output
+    assert "embedding" in terminal.output and "3/3" in terminal.output  # rich's bar, as indexing's
+    assert "\x1b[" in terminal.output
+    assert "vectors: 3 documents embedded (" in terminal.output
 
 
 @needs_extra
@@ -228,7 +340,7 @@ def test_a_local_model_folder_can_stand_in_for_the_packaged_model(tmp_path: Path
         kb.scan()
         kb.embed()
         assert kb.search(PARAPHRASE).results[0].path == "credentials.md"
-        assert kb.describe_search()[1].startswith("search: hybrid, BM25 + mini; 3 of 3")
+        assert kb.describe_search()[1] == "search: hybrid, BM25 + mini"
     finally:
         kb.close()
 
@@ -240,9 +352,10 @@ async def test_the_server_embeds_in_the_background_and_says_so_at_boot(tmp_path:
     root = make_project(tmp_path / "p", DOCS, config=HYBRID)
     log = tmp_path / "stderr.log"
     async with serve_stdio(root, stderr_path=log) as client:
-        assert f"search: hybrid, BM25 + {PACKAGED}; documents are embedded in the background" in (
-            log.read_text()
-        )
+        assert (
+            f"search: hybrid, BM25 + {PACKAGED}; vectors are computed in the background once the "
+            "index is up to date"
+        ) in log.read_text()
         deadline = time.monotonic() + 120
         while True:  # the first answers may come from BM25 alone while vectors are computed
             result = await client.call_tool("search", {"query": PARAPHRASE})

@@ -40,6 +40,7 @@ from kbkit.kb.semantic.chunks import (
     Chunker,
     Section,
     chunk_key,
+    stored_model,
 )
 from kbkit.kb.semantic.dense import PASSAGE_SHARE, DenseIndex
 from kbkit.kb.semantic.embedding import (
@@ -48,6 +49,7 @@ from kbkit.kb.semantic.embedding import (
     ProgressFn,
     embed_pending,
     embedded_count,
+    waiting_count,
 )
 from kbkit.kb.semantic.encoder import RUN_TOKENS, Encoder
 from kbkit.kb.semantic.model import (
@@ -62,7 +64,7 @@ from kbkit.kb.semantic.model import (
     unavailable_reason,
 )
 from kbkit.kb.semantic.prose import prose, source_offset
-from kbkit.kb.semantic.status import PROGRESS_SECONDS, describe, finished_line, progress_lines
+from kbkit.kb.semantic.status import PROGRESS_SECONDS, describe, finished_line, progress_lines, waiting
 
 __all__ = [
     "CHUNK_TOKENS",
@@ -98,5 +100,8 @@ __all__ = [
     "progress_lines",
     "prose",
     "source_offset",
+    "stored_model",
     "unavailable_reason",
+    "waiting",
+    "waiting_count",
 ]

@@ -80,6 +80,12 @@ def _repeat(text: str, lead: str, title: str) -> int:
     return 0
 
 
+def stored_model(identity: str) -> str:
+    """What every vector row stores as `model`: the model's identity and TEXT_VIEW, so vectors of
+    another model or text view are recomputed, and counted as waiting until they are."""
+    return f"{identity}#{TEXT_VIEW}"
+
+
 def chunk_key(ids: tuple[int, ...]) -> bytes:
     """The hash of a chunk's tokens its stored vector is found again by."""
     return hashlib.blake2b(array("i", ids).tobytes(), digest_size=16).digest()

@@ -172,6 +172,17 @@ def _write(
         raise
 
 
+def waiting_count(conn: sqlite3.Connection, model: str) -> int:
+    """Documents the next pass embeds: no vectors, vectors of older content, or of another model
+    or text view (`model`, as `chunks.stored_model` spells it)."""
+    count: int = conn.execute(
+        "SELECT count(*) FROM documents d LEFT JOIN embeddings e ON e.doc_id = d.id AND e.chunk = 0 "
+        "AND e.sha256 = d.sha256 AND e.model = ? WHERE e.doc_id IS NULL",
+        (model,),
+    ).fetchone()[0]
+    return count
+
+
 def embedded_count(conn: sqlite3.Connection) -> int:
     """Documents whose vectors match their current content."""
     count: int = conn.execute(

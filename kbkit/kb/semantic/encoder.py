@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbkit.errors import SemanticUnavailable
-from kbkit.kb.semantic.chunks import CHUNK_TOKENS, TEXT_VIEW, Chunk, Chunker, Section
+from kbkit.kb.semantic.chunks import CHUNK_TOKENS, Chunk, Chunker, Section, stored_model
 from kbkit.kb.semantic.model import ModelFiles
 
 RUN_TOKENS = 512
@@ -55,7 +55,7 @@ class Encoder:
         self._prefix: tuple[int, ...] = tuple(specials[:1])
         self._suffix: tuple[int, ...] = tuple(specials[1:])
         self._chunker = Chunker(tokenizer, self._prefix, self._suffix)
-        self.model_key = f"{files.identity}#{TEXT_VIEW}"
+        self.model_key = stored_model(files.identity)
         """Stored with every vector: vectors of another model, or of another TEXT_VIEW, are recomputed."""
         self.runs = 0
         """Model runs so far, and the rows (chunks or queries) they embedded."""

@@ -9,7 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from kbkit.kb.semantic.embedding import GROUP_DOCUMENTS, EmbedReport, ProgressFn, embedded_count
+from kbkit.kb.semantic.chunks import stored_model
+from kbkit.kb.semantic.embedding import GROUP_DOCUMENTS, EmbedReport, ProgressFn, waiting_count
 from kbkit.kb.semantic.model import ModelFiles
 
 PROGRESS_SECONDS = 10.0
@@ -26,25 +27,34 @@ class HybridState(Protocol):
     def last_error(self) -> str | None: ...
 
 
+def waiting(conn: sqlite3.Connection, files: ModelFiles) -> tuple[int, int]:
+    """(documents waiting for vectors of this model, documents in the index)."""
+    total: int = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
+    return waiting_count(conn, stored_model(files.identity)), total
+
+
 def describe(
-    hybrid: HybridState | None, off_reason: str | None, conn: sqlite3.Connection | None
+    hybrid: HybridState | None, off_reason: str | None, counted: tuple[int, int] | None
 ) -> tuple[bool, str]:
     """(fine, the line the boot lines and the doctor print): is hybrid on, with which model, how
-    many documents have vectors, or why it is off."""
+    many documents still wait for vectors (`counted`, from `waiting`; nothing said when none do),
+    or why it is off."""
     if hybrid is None:
         if off_reason == "[search] semantic = false":
             return True, "search: BM25 (hybrid off: [search] semantic = false)"
         return False, f"search: BM25 only; hybrid is on in kbkit.toml but cannot run: {off_reason}"
-    if conn is None:  # a server's index is still being opened: it embeds once that is done
-        return True, f"search: hybrid, BM25 + {hybrid.files.shown}; documents are embedded in the background"
-    total: int = conn.execute("SELECT count(*) FROM documents").fetchone()[0]
-    embedded = embedded_count(conn)
-    line = f"search: hybrid, BM25 + {hybrid.files.shown}; {embedded} of {total} documents embedded"
+    line = f"search: hybrid, BM25 + {hybrid.files.shown}"
+    if counted is None:  # no index yet, or not counted in time: a server embeds once it is indexed
+        return True, f"{line}; vectors are computed in the background once the index is up to date"
+    left, total = counted
+    if left:
+        line += (
+            f"; {left:,} of {total:,} document{'s' * (total != 1)} wait for vectors "
+            "(computed in the background while serving, or by `kbkit index`)"
+        )
     if hybrid.last_error:
         return False, f"{line}; the last embedding pass failed: {hybrid.last_error}"
-    if embedded < total:
-        line += " (the rest are embedded in the background while serving, or by `kbkit index`)"
-    return embedded >= total, line
+    return not left, line
 
 
 def finished_line(report: EmbedReport) -> str:
