@@ -20,7 +20,8 @@ def run(
     from kbkit.config import load_settings
     from kbkit.server.team import run as run_server
 
-    code = run_server(load_settings(root), name, stderr_line)  # a stdio server replaces this process
+    stdio = (sys.stdin.buffer, sys.stdout.buffer)
+    code = run_server(load_settings(root), name, stderr_line, stdio)  # a stdio server replaces this process
     if code != ExitCode.OK:
         raise typer.Exit(code)
     sys.stdout.flush()

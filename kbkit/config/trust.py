@@ -165,12 +165,10 @@ def config_parts(settings: Settings) -> list[Part]:
         parts.append(_part(settings, "sync.remote_url", "[sync] remote_url", ["sync.remote_url"], values))
     memory = settings.memory
     if memory.configured:
-        values = {key: _json(getattr(memory, key)) for key in MEMORY_KEYS}
-        values["scripts"] = fingerprint(settings.root, memory.command)
+        values = _tracked_values(settings, "memory", memory, MEMORY_KEYS)
         parts.append(_part(settings, "memory", "[memory]", [f"memory.{k}" for k in MEMORY_KEYS], values))
     for name, server in settings.servers.items():
-        values = {key: _json(getattr(server, key)) for key in SERVER_KEYS}
-        values["scripts"] = fingerprint(settings.root, server.command)
+        values = _tracked_values(settings, f"servers.{name}", server, SERVER_KEYS)
         prefixes = [f"servers.{name}.{key}" for key in SERVER_KEYS]
         parts.append(
             _part(settings, f"servers.{name}", f"[servers.{name}]", prefixes, values, subsets=("preapprove",))
@@ -181,6 +179,28 @@ def config_parts(settings: Settings) -> list[Part]:
             _part(settings, "kb.path", "[kb] path (a folder outside the project)", ["kb.path"], values)
         )
     return parts
+
+
+def _tracked_values(settings: Settings, table: str, section: Any, keys: tuple[str, ...]) -> dict[str, Any]:
+    """The keys of `table` a tracked file sets, with their values (the member's own keys are theirs:
+    never compared, never set back), and the scripts a tracked command names."""
+    values = {key: _json(getattr(section, key)) for key in keys if settings.tracked(f"{table}.{key}")}
+    if "command" in values:
+        values["scripts"] = fingerprint(settings.root, section.command)
+    return values
+
+
+def _own(settings: Settings, table: str, keys: tuple[str, ...]) -> set[str]:
+    """The keys of `table` the member's own (untracked) files set."""
+    return {
+        key
+        for key in keys
+        if any(
+            path.name not in settings.tracked_files
+            for dotted, path in settings.origins.items()
+            if dotted == f"{table}.{key}" or dotted.startswith(f"{table}.{key}.")
+        )
+    }
 
 
 def _json(value: Any) -> Any:
@@ -207,7 +227,7 @@ def apply(settings: Settings, environ: Mapping[str, str] | None = None) -> Setti
             continue
         pending.append(waiting)
         record = records.get(part.key) if waiting.fallback else None
-        config = _fall_back(config, part.key, record)
+        config = _fall_back(config, part.key, record, settings)
     kb_path = settings.kb_path
     blocked_kb = next((p for p in pending if p.key == "kb.path"), None)
     if blocked_kb is not None:
@@ -217,16 +237,19 @@ def apply(settings: Settings, environ: Mapping[str, str] | None = None) -> Setti
     return dataclasses.replace(settings, config=config, kb_path=kb_path, pending=tuple(pending))
 
 
-def _fall_back(config: Any, key: str, record: Mapping[str, Any] | None) -> Any:
-    """The model with part `key` set to its trusted `record`; with none, to what keeps it off."""
+def _fall_back(config: Any, key: str, record: Mapping[str, Any] | None, settings: Settings) -> Any:
+    """The model with part `key` set to its trusted `record` (the member's own keys kept); with none,
+    to what keeps it off."""
     if key == "sync.remote_url":
         url = record["remote_url"] if record else ""
         return config.model_copy(update={"sync": config.sync.model_copy(update={"remote_url": url})})
     if key == "memory" and record is not None:
-        return config.model_copy(update={"memory": _restored(config.memory, record, MEMORY_KEYS)})
+        keys = tuple(k for k in MEMORY_KEYS if k not in _own(settings, key, MEMORY_KEYS))
+        return config.model_copy(update={"memory": _restored(config.memory, record, keys)})
     if key.startswith("servers.") and record is not None:
         name = key.removeprefix("servers.")
-        servers = {**config.servers, name: _restored(config.servers[name], record, SERVER_KEYS)}
+        keys = tuple(k for k in SERVER_KEYS if k not in _own(settings, key, SERVER_KEYS))
+        servers = {**config.servers, name: _restored(config.servers[name], record, keys)}
         return config.model_copy(update={"servers": servers})
     return config  # memory and servers with no record stay as written: every use asks `waiting`
 
@@ -234,9 +257,11 @@ def _fall_back(config: Any, key: str, record: Mapping[str, Any] | None) -> Any:
 def _restored(section: Any, record: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     """`section` with `keys` as `record` has them; a key set back to its default counts as unset
     again (as if the file did not write it)."""
-    update = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in keys}
-    copy = section.model_copy(update=update)
     fields = type(section).model_fields
+    update = {k: tuple(v) if isinstance(v, list) else v for k, v in record.items() if k in keys}
+    # a key the tracked file writes now but did not when trusted goes back to its default
+    update |= {k: fields[k].get_default(call_default_factory=True) for k in keys if k not in record}
+    copy = section.model_copy(update=update)
     unset = {k for k in update if getattr(copy, k) == fields[k].get_default(call_default_factory=True)}
     object.__setattr__(copy, "__pydantic_fields_set__", (copy.model_fields_set | set(update)) - unset)
     return copy

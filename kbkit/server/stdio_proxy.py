@@ -10,7 +10,6 @@ import contextlib
 import json
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,12 +30,10 @@ def proxy(
     env: Mapping[str, str],
     cwd: Path,
     tools: ToolFilter,
-    stdin: BinaryIO | None = None,
-    stdout: BinaryIO | None = None,
+    stdio: tuple[BinaryIO, BinaryIO],
 ) -> int:
-    """Run the server between `stdin` and `stdout` (the process's own by default) until it exits."""
-    source = stdin or sys.stdin.buffer
-    sink = stdout or sys.stdout.buffer
+    """Run the server between the agent's pipes, `stdio` (in, out), until it exits."""
+    source, sink = stdio
     child = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(env), cwd=cwd)
     assert child.stdin is not None and child.stdout is not None
     lock = threading.Lock()

@@ -22,6 +22,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from kbkit.config import ENV_FILE, Settings, read_env_file
 from kbkit.config.servers import TeamServer
@@ -163,9 +164,10 @@ def tool_filter(settings: Settings, name: str) -> ToolFilter | None:
     return ToolFilter(name, server.tools, server.exclude_tools) if server.filtered else None
 
 
-def run(settings: Settings, name: str, report: Report) -> int:
-    """The `kbkit run` process. A stdio server replaces this process and never returns; a remote
-    one is relayed until stdin closes. Problems before the start raise (one line, an exit code)."""
+def run(settings: Settings, name: str, report: Report, stdio: tuple[BinaryIO, BinaryIO]) -> int:
+    """The `kbkit run` process. A stdio server replaces this process and never returns (a filtered
+    one is proxied between `stdio`, the agent's pipes, until it exits); a remote one is relayed until
+    stdin closes. Problems before the start raise (one line, an exit code)."""
     allowed(settings, name)
     waiting = settings.waiting(f"servers.{name}")
     if waiting is not None:  # its trusted values run meanwhile: the agent's MCP log says why
@@ -191,7 +193,7 @@ def run(settings: Settings, name: str, report: Report) -> int:
     if tools is not None:  # kbkit stays between the agent and the server to filter its tools
         from kbkit.server.stdio_proxy import proxy
 
-        return proxy([path, *launch.argv[1:]], launch.env, launch.cwd or settings.root, tools)
+        return proxy([path, *launch.argv[1:]], launch.env, launch.cwd or settings.root, tools, stdio)
     os.chdir(launch.cwd or settings.root)
     os.execve(path, list(launch.argv), dict(launch.env))
     raise AssertionError("unreachable: exec returned")  # pragma: no cover

@@ -9,6 +9,7 @@ change and can allow one part.
 
 from __future__ import annotations
 
+import io
 import json
 import stat
 import sys
@@ -27,6 +28,8 @@ from tests.helpers.serve import kbkit_in_process, serve_in_memory
 from tests.helpers.sync import read_entry, run_sync
 
 pytestmark = pytest.mark.anyio
+NO_PIPES = (io.BytesIO(), io.BytesIO())
+"""The agent's pipes: never used, as the server is refused before it starts."""
 MARKER_SCRIPT = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('ran')"
 
 
@@ -126,7 +129,7 @@ def test_a_new_team_server_never_runs_until_trusted(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", config=base())
     commit(root, base(marker_server("helper", marker)))
     with pytest.raises(ConfigError, match=r"\[servers.helper\] from kbkit.toml is not trusted"):
-        run_team_server(load_settings(root), "helper", lambda line: None)
+        run_team_server(load_settings(root), "helper", lambda line: None, NO_PIPES)
     assert not marker.exists()
 
 
@@ -140,7 +143,7 @@ def test_an_env_merged_from_kbkit_toml_into_the_members_own_server_waits_for_tru
     waiting = settings.waiting("servers.same")
     assert waiting is not None and not waiting.fallback
     with pytest.raises(ConfigError, match="servers.same"):
-        run_team_server(settings, "same", lambda line: None)
+        run_team_server(settings, "same", lambda line: None, NO_PIPES)
     assert not marker.exists()
 
 
@@ -158,7 +161,7 @@ def test_a_changed_repository_script_that_a_trusted_command_runs_waits_for_trust
     waiting = settings.waiting("servers.local")
     assert waiting is not None and waiting.changed == ("scripts",) and not waiting.fallback
     with pytest.raises(ConfigError, match="changed in kbkit.toml since you trusted it"):
-        run_team_server(settings, "local", lambda line: None)
+        run_team_server(settings, "local", lambda line: None, NO_PIPES)
     shown = kbkit_in_process("trust", "--show", "--root", str(root)).stdout
     assert "script tools: changed since you trusted it" in shown
     assert not marker.exists()
@@ -262,7 +265,7 @@ def test_a_tracked_kbkit_local_toml_is_team_input(tmp_path: Path) -> None:
     waiting = settings.waiting("servers.mine")
     assert waiting is not None and "kbkit.local.toml (which git tracks)" in waiting.line()
     with pytest.raises(ConfigError):
-        run_team_server(settings, "mine", lambda line: None)
+        run_team_server(settings, "mine", lambda line: None, NO_PIPES)
     assert not marker.exists()
     doctor = kbkit_in_process("doctor", "--root", str(root), "--json")
     found = [c for c in json.loads(doctor.stdout)["checks"] if c["check"] == "trust"]
