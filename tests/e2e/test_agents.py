@@ -298,6 +298,7 @@ def test_claude_code_shows_the_relay_s_error_whole(tmp_path: Path) -> None:
     """Claude Code replaces any text equal to one of the server's arguments (`connect`, the URL,
     the root) with `[redacted]` in what it shows: the relay's own words must not be one of them."""
     root = synced(tmp_path / "project", "relay")
+    trust_for(root, tmp_path / "home")  # the remote URL is the member's trusted one: only the server is down
     agent = AGENTS["claude-code"]
     code, text = agents.run(
         [str(agents.executable(agent.cli)), *agent.check],
