@@ -77,7 +77,7 @@ def search(
             if ranking.on("named titles"):
                 ranked = naming.named_titles(ranked, compiled.stems)
             if ranking.on("references"):
-                ranked = ranking.referenced(conn, ranked)
+                ranked = ranking.referenced(conn, ranked, keywords=compiled.keywords)
             if ranking.on("change logs"):
                 ranked = ranking.changelogs_demoted(ranked)
             ranked = ranking.exact(ranked, query)

@@ -25,7 +25,8 @@ REFERENCE_WEIGHT = 0.3
 """The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
 other documents name it (a `name` code span or a relative link to it). The page others point at
 (`chmod`, a team's main runbook) outranks rarer pages that only share a word with the query
-(docs/adr/0024 and docs/benchmarks.md have the measurements)."""
+(docs/adr/0024 and docs/benchmarks.md have the measurements). A query of keywords is left to its
+words (`referenced`)."""
 
 
 CHANGELOG_WEIGHT = 0.5
@@ -141,8 +142,14 @@ def add_rows(conn: sqlite3.Connection, known: dict[int, Ranked], doc_ids: list[i
             known[doc_id] = Ranked(doc_id, path, title, ext, sha256, 0.0)
 
 
-def referenced(conn: sqlite3.Connection, ranked: list[Ranked]) -> list[Ranked]:
-    """`ranked` with the reference prior applied to each score, in its new order."""
+def referenced(conn: sqlite3.Connection, ranked: list[Ranked], *, keywords: bool = False) -> list[Ranked]:
+    """`ranked` with the reference prior applied to each score, in its new order. Not for a query of
+    keywords (no stop word: `CompiledQuery.keywords`): "badge component" names what it wants, and
+    on a documentation site the pages everyone links to (the site's config, a section's index)
+    would push the page called so down; a sentence ("how do I change file permissions") describes,
+    and the page others point at is the likelier answer (docs/adr/0067)."""
+    if keywords:
+        return ranked
     names = {hit.doc_id: stem(hit.path).lower() for hit in ranked}
     counts = reference_counts(conn, sorted(set(names.values())))
     if not counts:
