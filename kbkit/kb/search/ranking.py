@@ -1,5 +1,6 @@
 """The lexical ranking: BM25 over weighted fields plus each document's best passage, the reference
-prior, and copies of a page folded into the best-ranked one."""
+prior, the pages the query names exactly first, and copies of a page folded into the best-ranked
+one. Each rule can be left out for measuring (`rules_off`)."""
 
 from __future__ import annotations
 
