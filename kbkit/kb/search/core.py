@@ -80,12 +80,12 @@ def search(
                 ranked = ranking.referenced(conn, ranked, keywords=compiled.keywords)
             if ranking.on("change logs"):
                 ranked = ranking.changelogs_demoted(ranked)
-            ranked = ranking.exact(ranked, query)
             near = dense.rank(query, pool, path_prefix=prefix) if dense is not None else []
             if dense is not None:
                 cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
                 share = fusion.lexical_share(compiled.keywords, lexical_weight)
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=share)
+            ranked = ranking.exact(ranked, query)
             ranked, _ = translations.fold(ranked, translations.query_languages(query))
             hits, folded = ranking.fold(ranked) if ranking.on("near copies") else (ranked, {})
             hits = hits[:limit]

@@ -208,9 +208,9 @@ def names_of(path: str, title: str) -> list[frozenset[str]]:
 def exact(ranked: list[Ranked], query: str) -> list[Ranked]:
     """`ranked` with the documents the query names exactly first, each group in its order: one of
     a document's `names_of` is the query's words, no word more and none fewer, stop words and
-    question words aside ("what is vitepress" names `what-is-vitepress.md`). The last lexical rule: a
-    page called what was asked for outranks every page that only holds the words, however often
-    others refer to those (docs/adr/0067)."""
+    question words aside ("what is vitepress" names `what-is-vitepress.md`). Applied after the
+    fusion with vectors as well: a page called what was asked for outranks every page that only
+    holds the words or means something close, however often others refer to those (docs/adr/0067)."""
     words = frozenset(stems(query.lower()))
     if not words or not on("exact matches"):
         return ranked
