@@ -20,7 +20,13 @@ rules, the default); and kbkit hybrid (`[search] semantic = true`, embedded in t
 site; `--no-hybrid` leaves it out). success@5 and MRR@10 per site and language, then every
 question kbkit's default ranks below the better baseline, with what it ranked first.
 
-    .venv/bin/python -m bench.real_sites --repos DIR [--sites a,b] [--no-hybrid] [--cache DIR] [--json OUT]
+`--ablation` also asks every set of kbkit's default once with each of its ranking rules left out
+(kbkit/kb/search/ranking.py's RULES, through `ranking.rules_off`), and prints each rule's worth
+per set: success@5 and MRR@10 with the rule on minus with it off. A rule that costs a set is
+narrowed or removed (docs/adr/0067).
+
+    .venv/bin/python -m bench.real_sites --repos DIR [--sites a,b] [--no-hybrid] [--ablation]
+        [--cache DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ from kbkit.kb.evaluation import (
     pages_of,
     score,
 )
+from kbkit.kb.search import ranking
 
 DATA = Path(__file__).resolve().parent / "data" / "real_sites"
 BASELINES = {"FTS5 unicode61": UNICODE61, "FTS5 porter": PORTER, "FTS5 trigram": TRIGRAM}
@@ -148,7 +155,13 @@ def open_indexed(root: Path, kb_folder: Path, *, hybrid: bool) -> tuple[Knowledg
     return kb, time.perf_counter() - started
 
 
-def run_site(site: Site, kb_folder: Path, work: Path, *, hybrid: bool) -> dict[str, Any]:
+def ablation_label(rule: str) -> str:
+    return f"{DEFAULT} without {rule}"
+
+
+def run_site(
+    site: Site, kb_folder: Path, work: Path, *, hybrid: bool, ablation: bool = False
+) -> dict[str, Any]:
     """Every language's questions asked every way: {lang: {method: [Asked]}}, with the site's figures."""
     sets = {lang: load_questions(DATA / f"{site.name}.{lang}.toml") for lang in site.languages}
     kb, seconds = open_indexed(work / f"{site.name}-bm25", kb_folder, hybrid=False)
@@ -166,6 +179,10 @@ def run_site(site: Site, kb_folder: Path, work: Path, *, hybrid: bool) -> dict[s
                 baseline.close()
         for lang, questions in sets.items():
             asked[lang][DEFAULT] = ask_kbkit(kb, questions)
+        for rule in ranking.RULES if ablation else ():
+            with ranking.rules_off(rule):
+                for lang, questions in sets.items():
+                    asked[lang][ablation_label(rule)] = ask_kbkit(kb, questions)
     finally:
         kb.close()
     figures: dict[str, Any] = {"files": len(pages), "index seconds": seconds, "asked": asked}
@@ -212,6 +229,26 @@ def report(sites: list[Site], results: dict[str, dict[str, Any]], methods: list[
                     )
 
 
+def report_ablation(sites: list[Site], results: dict[str, dict[str, Any]]) -> None:
+    """Each rule's worth per set: kbkit's default minus kbkit without the rule, success@5 / MRR@10."""
+    rows = []
+    for site in sites:
+        for lang, by_method in results[site.name]["asked"].items():
+            full = score(by_method[DEFAULT])
+            cells = []
+            for rule in ranking.RULES:
+                off = score(by_method[ablation_label(rule)])
+                cells.append(
+                    f"{full.success_at_5 - off.success_at_5:+.2f} / {full.mrr_at_10 - off.mrr_at_10:+.3f}"
+                )
+            rows.append([site.name, lang, f"{full.success_at_5:.2f} / {full.mrr_at_10:.2f}", *cells])
+    print_table(
+        ["site", "lang", "default", *ranking.RULES],
+        rows,
+        "What each ranking rule is worth: success@5 / MRR@10 with it, minus without it",
+    )
+
+
 def as_json(sites: list[Site], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for site in sites:
@@ -243,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cache", type=Path, help="keep the sites' files here between runs (default: a temp folder)"
     )
+    parser.add_argument(
+        "--ablation", action="store_true", help="also ask kbkit's default with each ranking rule left out"
+    )
     parser.add_argument("--json", type=Path, help="save every question's rank per method here")
     args = parser.parse_args(argv)
     if args.repos is None:
@@ -267,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         cache = args.cache.expanduser().resolve() if args.cache else Path(tmp) / "sites"
         for site in sites:
             kb_folder = materialize(site, args.repos.expanduser().resolve(), cache)
-            results[site.name] = run_site(site, kb_folder, Path(tmp) / "projects", hybrid=hybrid)
+            results[site.name] = run_site(
+                site, kb_folder, Path(tmp) / "projects", hybrid=hybrid, ablation=args.ablation
+            )
             print(f"{site.name}: {results[site.name]['files']} files", file=sys.stderr, flush=True)
     for site in sites:
         figures = results[site.name]
@@ -280,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"machine: {machine.note()}")
     report(sites, results, methods)
+    if args.ablation:
+        print()
+        report_ablation(sites, results)
     if args.json:
         args.json.write_text(
             json.dumps(as_json(sites, results), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"

@@ -166,21 +166,33 @@ def test_references_per_document_are_capped() -> None:
     assert len(references("a.md", text)) == MAX_REFERENCES
 
 
+def test_a_query_of_keywords_is_left_to_its_words_by_the_reference_prior(open_kb) -> None:
+    page = "# {0}\n\nChange the owner of a file.\n"
+    files = {"aaa.md": page.format("aaa"), "zzz.md": page.format("zzz")}
+    files |= {f"ref{i}.md": f"# Ref {i}\n\nSee also: `zzz`.{FILLER}" for i in range(3)}
+    kb = open_kb(files)
+    assert paths(kb, "change the owner")[:2] == ["zzz.md", "aaa.md"]  # a sentence: the prior counts
+    assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]  # keywords: path order, as without it
+
+
 def test_a_page_other_pages_refer_to_outranks_an_equal_match_and_the_prior_follows_edits(open_kb) -> None:
     page = "# {0}\n\nChange the owner of a file.\n"
     files = {"aaa.md": page.format("aaa"), "zzz.md": page.format("zzz")}
     files |= {f"ref{i}.md": f"# Ref {i}\n\nSee also: `zzz`.{FILLER}" for i in range(3)}
     kb = open_kb(files)
-    assert paths(kb, "change owner")[:2] == ["zzz.md", "aaa.md"]  # without the prior: path order, aaa first
+    assert paths(kb, "change the owner")[:2] == [
+        "zzz.md",
+        "aaa.md",
+    ]  # without the prior: path order, aaa first
     for i in range(3):
         (kb.settings.kb_path / f"ref{i}.md").write_text(f"# Ref {i}\n\nSee also: `aaa`.{FILLER}")
     kb.scan()
-    assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]
+    assert paths(kb, "change the owner")[:2] == ["aaa.md", "zzz.md"]
     assert kb.store.reader().execute("SELECT * FROM referenced").fetchall() == [("aaa", 3)]
     for i in range(3):
         (kb.settings.kb_path / f"ref{i}.md").unlink()
     kb.scan()
-    assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]  # no references left: path order again
+    assert paths(kb, "change the owner")[:2] == ["aaa.md", "zzz.md"]  # no references left: path order again
     conn = kb.store.reader()
     assert conn.execute("SELECT count(*) FROM mentions").fetchone()[0] == 0
     assert conn.execute("SELECT count(*) FROM referenced").fetchone()[0] == 0

@@ -74,16 +74,20 @@ def search(
             best = {doc_id: found[0] for doc_id, found in pool_passages.items()}
             lexical = ranking.lexical(conn, compiled.match, prefix, pool)
             ranked = ranking.combined(conn, lexical, best, pool)
-            ranked = naming.named_titles(ranked, compiled.stems)
-            ranked = ranking.referenced(conn, ranked)
-            ranked = ranking.changelogs_demoted(ranked)
+            if ranking.on("named titles"):
+                ranked = naming.named_titles(ranked, compiled.stems)
+            if ranking.on("references"):
+                ranked = ranking.referenced(conn, ranked, keywords=compiled.keywords)
+            if ranking.on("change logs"):
+                ranked = ranking.changelogs_demoted(ranked)
             near = dense.rank(query, pool, path_prefix=prefix) if dense is not None else []
             if dense is not None:
                 cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
                 share = fusion.lexical_share(compiled.keywords, lexical_weight)
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=share)
+            ranked = ranking.exact(ranked, query)
             ranked, _ = translations.fold(ranked, translations.query_languages(query))
-            hits, folded = ranking.fold(ranked)
+            hits, folded = ranking.fold(ranked) if ranking.on("near copies") else (ranked, {})
             hits = hits[:limit]
             translated = translations.other_languages(conn, hits, limit)
             targets = naming.targets(query)

@@ -1,14 +1,19 @@
 """The lexical ranking: BM25 over weighted fields plus each document's best passage, the reference
-prior, and copies of a page folded into the best-ranked one."""
+prior, the pages the query names exactly first, and copies of a page folded into the best-ranked
+one. Each rule can be left out for measuring (`rules_off`)."""
 
 from __future__ import annotations
 
 import math
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from kbkit.kb import passages
 from kbkit.kb.fields import FTS_COLUMNS, reference_counts, stem
+from kbkit.kb.search.query import stems
 
 FIELD_WEIGHTS = {"title": 1.5, "name": 2.0, "description": 1.5, "tags": 1.5, "headings": 1.0, "body": 1.0}
 """BM25 weights of the fields (docs/benchmarks.md has the measurements behind them)."""
@@ -21,7 +26,8 @@ REFERENCE_WEIGHT = 0.3
 """The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
 other documents name it (a `name` code span or a relative link to it). The page others point at
 (`chmod`, a team's main runbook) outranks rarer pages that only share a word with the query
-(docs/adr/0024 and docs/benchmarks.md have the measurements)."""
+(docs/adr/0024 and docs/benchmarks.md have the measurements). A query of keywords is left to its
+words (`referenced`)."""
 
 
 CHANGELOG_WEIGHT = 0.5
@@ -32,6 +38,42 @@ CHANGELOG_NAMES = frozenset(
 )
 """File names (without extension, any case) of change logs. `history` and `news` are not among
 them: a command's page is often called so (tldr's `history.md`)."""
+
+
+INDEX_NAMES = frozenset(("_index", "index", "readme"))
+"""File names (without extension, any case) that stand for their folder: `collector/install/_index.md`
+is named "install"."""
+
+RULES = (
+    "field weights",
+    "passages",
+    "named titles",
+    "references",
+    "change logs",
+    "exact matches",
+    "near copies",
+)
+"""The ranking rules `rules_off` can leave out, in the order a search applies them."""
+_OFF: ContextVar[frozenset[str]] = ContextVar("ranking_rules_off", default=frozenset())
+
+
+@contextmanager
+def rules_off(*names: str) -> Iterator[None]:
+    """Search with the named RULES left out, to measure what each is worth on a set of questions
+    (bench.real_sites --ablation). Not a setting: every rule is on outside this block."""
+    unknown = sorted(set(names) - set(RULES))
+    if unknown:
+        raise ValueError(f"no ranking rule named {unknown[0]!r}; the rules are {', '.join(RULES)}")
+    token = _OFF.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _OFF.reset(token)
+
+
+def on(rule: str) -> bool:
+    """Whether `rule` (one of RULES) applies to this search."""
+    return rule not in _OFF.get()
 
 
 @dataclass(frozen=True)
@@ -64,7 +106,10 @@ def search_sql(with_prefix: bool) -> str:
 
 def lexical(conn: sqlite3.Connection, match: str, prefix: str, pool: int) -> list[Ranked]:
     """The `pool` documents BM25 ranks best for the MATCH expression `match`."""
-    params: dict[str, object] = {f"w_{name}": COLUMN_WEIGHTS[name] for name in FTS_COLUMNS}
+    weighed = on("field weights")
+    params: dict[str, object] = {
+        f"w_{name}": COLUMN_WEIGHTS[name] if weighed else 1.0 for name in FTS_COLUMNS
+    }
     params |= {"match": match, "limit": pool}
     if prefix:
         params |= {"prefix": prefix, "prefix_len": len(prefix)}
@@ -82,7 +127,7 @@ def combined(
     known = {hit.doc_id: hit for hit in ranked}
     add_rows(conn, known, [doc_id for doc_id in best if doc_id not in known])
     scores = {doc_id: hit.score / top_doc for doc_id, hit in known.items()}
-    for doc_id, found in best.items():
+    for doc_id, found in best.items() if on("passages") else ():
         if doc_id in scores:
             scores[doc_id] += PASSAGE_WEIGHT * found.score / top_passage
     order = sorted(scores, key=lambda doc_id: (-scores[doc_id], known[doc_id].path))
@@ -98,8 +143,14 @@ def add_rows(conn: sqlite3.Connection, known: dict[int, Ranked], doc_ids: list[i
             known[doc_id] = Ranked(doc_id, path, title, ext, sha256, 0.0)
 
 
-def referenced(conn: sqlite3.Connection, ranked: list[Ranked]) -> list[Ranked]:
-    """`ranked` with the reference prior applied to each score, in its new order."""
+def referenced(conn: sqlite3.Connection, ranked: list[Ranked], *, keywords: bool = False) -> list[Ranked]:
+    """`ranked` with the reference prior applied to each score, in its new order. Not for a query of
+    keywords (no stop word: `CompiledQuery.keywords`): "badge component" names what it wants, and
+    on a documentation site the pages everyone links to (the site's config, a section's index)
+    would push the page called so down; a sentence ("how do I change file permissions") describes,
+    and the page others point at is the likelier answer (docs/adr/0067)."""
+    if keywords:
+        return ranked
     names = {hit.doc_id: stem(hit.path).lower() for hit in ranked}
     counts = reference_counts(conn, sorted(set(names.values())))
     if not counts:
@@ -139,3 +190,32 @@ def changelogs_demoted(ranked: list[Ranked]) -> list[Ranked]:
         for hit in ranked
     ]
     return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
+
+
+def names_of(path: str, title: str) -> list[frozenset[str]]:
+    """What a document is called, each as the set of its words as the naming rules compare them
+    (`stems`, lower-cased first so `VitePress` is one word): its title, its file name (an
+    INDEX_NAMES file: its folder's) and its folder and file name together (`widgets/digits.md`:
+    "digits widget")."""
+    *folders, name = path.split("/")
+    name = stem(name)
+    if name.lower() in INDEX_NAMES and folders:
+        name = folders.pop()
+    called = [title, name] + ([f"{folders[-1]} {name}"] if folders else [])
+    return [frozenset(stems(text.lower())) for text in called]
+
+
+def exact(ranked: list[Ranked], query: str) -> list[Ranked]:
+    """`ranked` with the documents the query names exactly first, each group in its order: one of
+    a document's `names_of` is the query's words, no word more and none fewer, stop words and
+    question words aside ("what is vitepress" names `what-is-vitepress.md`). Applied after the
+    fusion with vectors as well: a page called what was asked for outranks every page that only
+    holds the words or means something close, however often others refer to those (docs/adr/0067)."""
+    words = frozenset(stems(query.lower()))
+    if not words or not on("exact matches"):
+        return ranked
+    named = [hit for hit in ranked if words in names_of(hit.path, hit.title)]
+    if not named:
+        return ranked
+    ids = {hit.doc_id for hit in named}
+    return named + [hit for hit in ranked if hit.doc_id not in ids]
