@@ -83,8 +83,7 @@ def search(
                 share = fusion.lexical_share(compiled.keywords, lexical_weight)
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=share)
             ranked, _ = translations.fold(ranked, translations.query_languages(query))
-            hits, folded = ranking.fold(ranked)
-            hits = hits[:limit]
+            hits, folded = ranking.fold(conn, ranked, limit)
             translated = translations.other_languages(conn, hits, limit)
             targets = naming.targets(query)
             best |= naming.chosen(pool_passages, [hit.doc_id for hit in hits], targets)

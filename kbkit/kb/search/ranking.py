@@ -1,5 +1,5 @@
 """The lexical ranking: BM25 over weighted fields plus each document's best passage, the reference
-prior, and copies of a page folded into the best-ranked one."""
+prior, and near-copies of a page (by content) folded into the best-ranked one."""
 
 from __future__ import annotations
 
@@ -111,23 +111,88 @@ def referenced(conn: sqlite3.Connection, ranked: list[Ranked]) -> list[Ranked]:
     return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
 
 
-def fold(ranked: list[Ranked]) -> tuple[list[Ranked], dict[int, list[str]]]:
-    """Keep the best-ranked of each set of near-copies: the same file name and title in another
-    folder (`linux/df.md`, `osx/df.md`), or the same bytes. Returns the kept hits, in order, and
-    for each the paths folded into it."""
+NEAR_COPY = 0.9
+"""Two documents are near-copies when at least this share of their word shingles is shared (Jaccard):
+a page copied with a word or a link changed, never two pages that only share a file name and
+title (`go/getting-started.md`, `rust/getting-started.md`; docs/adr/0064)."""
+SHINGLE_WORDS = 3
+"""Words in a shingle: one changed word changes at most this many shingles."""
+COMPARED_CHARS = 16_000
+"""The opening characters of each document compared: a search compares a few pages, never whole
+manuals (documents whose stored texts differ in size by more than NEAR_COPY allows never are)."""
+
+
+def shingles(text: str) -> frozenset[int]:
+    """The hashes of `text`'s runs of SHINGLE_WORDS words (lower case), or of its words when fewer."""
+    words = text.lower().split()
+    if len(words) < SHINGLE_WORDS:
+        return frozenset({hash(tuple(words))})
+    return frozenset(map(hash, zip(*(words[i:] for i in range(SHINGLE_WORDS)), strict=False)))
+
+
+def near_copies(first: frozenset[int], second: frozenset[int]) -> bool:
+    """Whether two shingle sets share at least NEAR_COPY of their union."""
+    if min(len(first), len(second)) < NEAR_COPY * max(len(first), len(second)):
+        return False
+    return len(first & second) >= NEAR_COPY * len(first | second)
+
+
+def fold(
+    conn: sqlite3.Connection, ranked: list[Ranked], limit: int
+) -> tuple[list[Ranked], dict[int, list[str]]]:
+    """The first `limit` hits that are not near-copies of a hit ranked above them: the same bytes,
+    or text whose shingles mostly agree (NEAR_COPY), whatever their names and titles. Returns the
+    kept hits, in order, and for each the paths folded into it. Only documents of nearly the same
+    size are compared, and only their opening COMPARED_CHARS: a few reads per search."""
+    sizes = _text_sizes(conn, [hit.doc_id for hit in ranked])
+    signatures: dict[int, frozenset[int]] = {}
+
+    def signed(doc_ids: list[int]) -> None:
+        missing = [doc_id for doc_id in doc_ids if doc_id not in signatures]
+        openings = _openings(conn, missing) if missing else {}
+        signatures.update((doc_id, shingles(openings.get(doc_id, ""))) for doc_id in missing)
+
     kept: list[Ranked] = []
     folded: dict[int, list[str]] = {}
-    owner: dict[object, int] = {}
+    by_bytes: dict[str, int] = {}
     for hit in ranked:
-        keys = (("name", hit.path.rsplit("/", 1)[-1].lower(), hit.title.strip().lower()), ("sha", hit.sha256))
-        first = next((owner[key] for key in keys if key in owner), None)
+        if len(kept) >= limit:
+            break
+        first = by_bytes.get(hit.sha256)
+        if first is None:
+            size = sizes.get(hit.doc_id, 0)
+            alike = [
+                other.doc_id
+                for other in kept
+                if min(size, sizes.get(other.doc_id, 0)) >= NEAR_COPY * max(size, sizes.get(other.doc_id, 0))
+            ]
+            signed([hit.doc_id, *alike] if alike else [])
+            mine = signatures.get(hit.doc_id, frozenset())
+            first = next((doc_id for doc_id in alike if near_copies(mine, signatures[doc_id])), None)
         if first is not None:
             folded.setdefault(first, []).append(hit.path)
             continue
-        for key in keys:
-            owner[key] = hit.doc_id
+        by_bytes[hit.sha256] = hit.doc_id
         kept.append(hit)
     return kept, folded
+
+
+def _text_sizes(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, int]:
+    sizes: dict[int, int] = {}
+    for start in range(0, len(doc_ids), 500):
+        ids = ",".join(str(doc_id) for doc_id in doc_ids[start : start + 500])
+        sizes.update(conn.execute(f"SELECT id, text_size FROM documents WHERE id IN ({ids})"))
+    return sizes
+
+
+def _openings(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, str]:
+    """doc_id -> the first COMPARED_CHARS characters of its indexed text."""
+    found: dict[int, str] = {}
+    for start in range(0, len(doc_ids), 500):
+        ids = ",".join(str(doc_id) for doc_id in doc_ids[start : start + 500])
+        sql = f"SELECT rowid, substr(body, 1, {COMPARED_CHARS}) FROM documents_fts WHERE rowid IN ({ids})"
+        found.update((doc_id, text or "") for doc_id, text in conn.execute(sql))
+    return found
 
 
 def changelogs_demoted(ranked: list[Ranked]) -> list[Ranked]:
