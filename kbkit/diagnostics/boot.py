@@ -34,7 +34,8 @@ def describe_excluded(report: ScanReport) -> str:
     folders, files = report.excluded["folders"], report.excluded["files"]
     themes = report.excluded["theme folders"]
     theme_part = (
-        f"; {themes} site theme folder{'s' * (themes != 1)} (mkdocs.yml's custom_dir: templates, "
+        f"; {themes} site theme folder{'s' * (themes != 1)} (mkdocs.yml's custom_dir, Hugo's layouts/: "
+        "templates, "
         "not pages) not indexed either"
         if themes
         else ""

@@ -96,7 +96,7 @@ def search(
                 unnamed = [hit for hit in hits if hit.doc_id not in named]
                 windows = dense.passage_cosines(query, [hit.doc_id for hit in unnamed])
                 best |= fusion.vector_passages(conn, compiled.match, unnamed, best, windows, pool_passages)
-            shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs))
+            shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs), registry)
             also = results.other_sections(pool_passages, best, [hit.doc_id for hit in hits])
     except SqliteError as exc:
         if deadline.expired:
