@@ -24,7 +24,7 @@ from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
 from kbkit.kb.formats.registry import Registry, extension_of
 from kbkit.kb.ignore import KBIGNORE, IgnoreRules
 from kbkit.kb.schema import READ_AGAIN
-from kbkit.kb.sites import template_folders
+from kbkit.kb.sites import book_of, template_folders
 from kbkit.kb.store import SqliteError, Store, index_error
 
 BATCH_SIZE = 500
@@ -143,10 +143,12 @@ def walk(
     kb_root: Path, registry: Registry, rules: IgnoreRules, excluded: Counter[str] | None = None
 ) -> Iterator[_Seen]:
     """Every file the index should hold: registered extension, not ignored, not a link, in size,
-    not in a site's template folder (kb/sites.py). `excluded` counts what the ignore rules kept out
-    ("folders", "files") and the theme folders passed by ("theme folders")."""
+    not in a site's template folder, not a file an mdBook's SUMMARY.md leaves out (kb/sites.py).
+    `excluded` counts what the ignore rules kept out ("folders", "files"), the theme folders passed
+    by ("theme folders") and the book's unlisted files ("unlisted chapters")."""
     extensions = set(registry.extensions)
     themes: set[str] = set()
+    book = book_of(kb_root)
     stack = [("", str(kb_root))]
     while stack:
         rel_dir, abs_dir = stack.pop()
@@ -172,7 +174,10 @@ def walk(
                 elif excluded is not None:
                     excluded["folders"] += 1
             elif stat.S_ISREG(info.st_mode) and extension_of(entry.name) in extensions:
-                if not rules.skips_file(rel):
+                if book is not None and not book.lists(rel):
+                    if excluded is not None:
+                        excluded["unlisted chapters"] += 1
+                elif not rules.skips_file(rel):
                     yield _Seen(rel, info.st_size, info.st_mtime_ns)
                 elif excluded is not None and rel != KBIGNORE:
                     excluded["files"] += 1

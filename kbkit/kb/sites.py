@@ -12,10 +12,12 @@ a safe loader refuses, and conf.py and docusaurus.config.js are programs (docs/a
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from kbkit.errors import KbkitError
 from kbkit.fsutil import read_text_file
@@ -228,3 +230,50 @@ def markup_of(kb_root: Path) -> Markup:
     """The syntax the kb's pages are written in: its site's generator's, else plain (PLAIN)."""
     site = site_of(kb_root)
     return PLAIN if site is None else site.markup
+
+
+SUMMARY = "SUMMARY.md"
+_CHAPTER = re.compile(r"\]\(\s*<?([^()\s<>#]+?\.md)(?:#[^)\s]*)?\s*>?\)")
+"""A chapter of an mdBook's SUMMARY.md: `- [Title](path/to/chapter.md)` (a draft, `[Title]()`, has none)."""
+
+
+@dataclass(frozen=True)
+class Book:
+    """An mdBook under the kb folder: the chapters its SUMMARY.md lists are its pages."""
+
+    src: str
+    """Its source folder relative to the kb root ("" for the kb root itself)."""
+    chapters: frozenset[str]
+    """The listed chapters' paths relative to the kb root."""
+
+    def lists(self, path: str) -> bool:
+        """Whether the Markdown file at `path` (relative to the kb root) is a page: outside the
+        book's folder, its SUMMARY.md, or a chapter it lists. mdBook builds no other: the rest
+        are pieces its pages `{{#include}}`, or drafts left out of the book."""
+        inside = not self.src or path.startswith(self.src + "/")
+        return (
+            not inside
+            or not path.endswith(".md")
+            or path in self.chapters
+            or path.rsplit("/", 1)[-1] == SUMMARY
+        )
+
+
+def book_of(kb_root: Path) -> Book | None:
+    """The mdBook the kb folder holds or is, when its SUMMARY.md lists at least one chapter."""
+    site = site_of(kb_root)
+    if site is None or site.generator != MDBOOK:
+        return None
+    root, src = kb_root.resolve(), site.content.resolve()
+    if not src.is_relative_to(root):
+        return None
+    text = read_config(src / SUMMARY)
+    if not text:
+        return None
+    chapters = set()
+    for target in _CHAPTER.findall(text):
+        found = Path(os.path.normpath(src / unquote(target)))
+        if found.is_relative_to(root):
+            chapters.add(found.relative_to(root).as_posix())
+    prefix = src.relative_to(root).as_posix()
+    return Book("" if prefix == "." else prefix, frozenset(chapters)) if chapters else None

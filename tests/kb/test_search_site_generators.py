@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from kbkit.cli import app
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.formats.markup import HUGO, PLAIN, Markup, markdown_heading, rst_plain
@@ -265,17 +267,23 @@ The borrow checker counts the active borrows at runtime.
 """
 
 
-def test_mdbook_includes_do_not_leak_and_generic_types_stay_in_headings(tmp_path: Path) -> None:
+def test_mdbook_includes_do_not_leak_generic_types_stay_in_headings_and_unlisted_files_are_not_pages(
+    tmp_path: Path,
+) -> None:
     root = make_project(
         tmp_path / "p",
-        {"SUMMARY.md": BOOK_SUMMARY, "ch15-05-interior-mutability.md": padded(BOOK_CHAPTER)},
+        {
+            "SUMMARY.md": BOOK_SUMMARY,
+            "ch15-05-interior-mutability.md": padded(BOOK_CHAPTER),
+            "listings/ch15/shared-intro.md": "Borrows are checked at runtime by a counter.\n",
+        },
         config='[kb]\npath = "docs"\n',
     )
     (root / "book.toml").write_text(BOOK_TOML.replace('src = "src"', 'src = "docs"'))
     kb = indexed(root)
     try:
         page = "ch15-05-interior-mutability.md"
-        assert titles(kb)[page] == "RefCell<T> and the Interior Mutability Pattern"
+        assert titles(kb) == {"SUMMARY.md": "Summary", page: "RefCell<T> and the Interior Mutability Pattern"}
         hit = kb.search("active borrows at runtime").results[0]
         assert hit.section == (
             "RefCell<T> and the Interior Mutability Pattern > Keeping Track of Borrows at Runtime with RefCell<T>"
@@ -284,6 +292,8 @@ def test_mdbook_includes_do_not_leak_and_generic_types_stay_in_headings(tmp_path
             assert "{{#" not in shown(kb.search(query))
     finally:
         kb.close()
+    done = CliRunner().invoke(app, ["index", "--root", str(root), "--skipped"])
+    assert "1 Markdown file the book's SUMMARY.md does not list" in done.output
 
 
 VITEPRESS_CONFIG = """import { defineConfig } from 'vitepress'
