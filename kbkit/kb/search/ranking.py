@@ -3,8 +3,10 @@ prior, and near-copies of a page (by content) folded into the best-ranked one.""
 
 from __future__ import annotations
 
+import bisect
 import math
 import sqlite3
+import sys
 from dataclasses import dataclass
 
 from kbkit.kb import passages
@@ -117,6 +119,10 @@ a page copied with a word or a link changed, never two pages that only share a f
 title (`go/getting-started.md`, `rust/getting-started.md`; docs/adr/0064)."""
 SHINGLE_WORDS = 3
 """Words in a shingle: one changed word changes at most this many shingles."""
+SKETCH = 8
+"""A document's smallest shingle hashes stand for it when its near-copies are looked for (two texts
+sharing 90% of their shingles share nearly all of these): a hit is compared in full only with the
+kept hits sharing one (MinHash's bottom-k sketch)."""
 COMPARED_CHARS = 16_000
 """The opening characters of each document compared: a search compares a few pages, never whole
 manuals (documents whose stored texts differ in size by more than NEAR_COPY allows never are)."""
@@ -145,36 +151,71 @@ def fold(
     kept hits, in order, and for each the paths folded into it. Only documents of nearly the same
     size are compared, and only their opening COMPARED_CHARS: a few reads per search."""
     sizes = _text_sizes(conn, [hit.doc_id for hit in ranked])
-    signatures: dict[int, frozenset[int]] = {}
-
-    def signed(doc_ids: list[int]) -> None:
-        missing = [doc_id for doc_id in doc_ids if doc_id not in signatures]
-        openings = _openings(conn, missing) if missing else {}
-        signatures.update((doc_id, shingles(openings.get(doc_id, ""))) for doc_id in missing)
-
+    texts = _Openings(conn, [hit.doc_id for hit in ranked], sizes)
     kept: list[Ranked] = []
     folded: dict[int, list[str]] = {}
     by_bytes: dict[str, int] = {}
+    order: dict[int, int] = {}  # doc_id -> its place among the kept hits
+    by_size: list[tuple[int, int]] = []  # (text size, doc_id) of the kept hits, in order of size
+    by_sketch: dict[int, list[int]] = {}  # a shingle among a kept hit's SKETCH smallest -> those hits
     for hit in ranked:
         if len(kept) >= limit:
             break
         first = by_bytes.get(hit.sha256)
-        if first is None:
-            size = sizes.get(hit.doc_id, 0)
-            alike = [
-                other.doc_id
-                for other in kept
-                if min(size, sizes.get(other.doc_id, 0)) >= NEAR_COPY * max(size, sizes.get(other.doc_id, 0))
-            ]
-            signed([hit.doc_id, *alike] if alike else [])
-            mine = signatures.get(hit.doc_id, frozenset())
-            first = next((doc_id for doc_id in alike if near_copies(mine, signatures[doc_id])), None)
+        size = sizes.get(hit.doc_id, 0)
+        mine: frozenset[int] = frozenset()
+        marks: list[int] = []
+        if first is None and texts.compared(hit.doc_id):
+            mine = texts.signature(hit.doc_id)
+            marks = sorted(mine)[:SKETCH]
+            low = bisect.bisect_left(by_size, (math.ceil(size * NEAR_COPY), -1))
+            high = bisect.bisect_right(by_size, (math.floor(size / NEAR_COPY), sys.maxsize))
+            sized = {doc_id for _, doc_id in by_size[low:high]}
+            sharing = {doc_id for shingle in marks for doc_id in by_sketch.get(shingle, ())}
+            alike = sorted(sized & sharing, key=lambda doc_id: order[doc_id])
+            first = next((doc_id for doc_id in alike if near_copies(mine, texts.signature(doc_id))), None)
         if first is not None:
             folded.setdefault(first, []).append(hit.path)
             continue
         by_bytes[hit.sha256] = hit.doc_id
+        order[hit.doc_id] = len(kept)
+        bisect.insort(by_size, (size, hit.doc_id))
+        for shingle in marks:
+            by_sketch.setdefault(shingle, []).append(hit.doc_id)
         kept.append(hit)
     return kept, folded
+
+
+class _Openings:
+    """The shingles of candidates' openings, read when first compared, a batch at a time."""
+
+    BATCH = 16
+
+    def __init__(self, conn: sqlite3.Connection, doc_ids: list[int], sizes: dict[int, int]) -> None:
+        self.conn = conn
+        order = sorted(doc_ids, key=lambda doc_id: sizes.get(doc_id, 0))
+        alike = {
+            doc_id
+            for low, high in zip(order, order[1:], strict=False)
+            if sizes.get(low, 0) >= NEAR_COPY * sizes.get(high, 0)
+            for doc_id in (low, high)
+        }
+        self.pending = [doc_id for doc_id in doc_ids if doc_id in alike]
+        """The candidates with another of nearly their size, in rank order: the only ones compared."""
+        self.compared_ids = frozenset(self.pending)
+        self.signatures: dict[int, frozenset[int]] = {}
+
+    def compared(self, doc_id: int) -> bool:
+        """Whether another candidate is near `doc_id` in size: only then its text is read."""
+        return doc_id in self.compared_ids
+
+    def signature(self, doc_id: int) -> frozenset[int]:
+        if doc_id not in self.signatures:
+            batch = [doc_id, *(other for other in self.pending if other not in self.signatures)]
+            batch = batch[: self.BATCH]
+            openings = _openings(self.conn, batch)
+            self.signatures.update((other, shingles(openings.get(other, ""))) for other in batch)
+        return self.signatures[doc_id]
 
 
 def _text_sizes(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, int]:
