@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from kbkit.errors import DocumentRefused
 from kbkit.kb.formats.base import ParsedText, decode_text, meta_title, outline_of_headings
 from kbkit.kb.formats.budget import BUDGET, Budget
-from kbkit.kb.formats.markup import PLAIN, Markup, markdown_heading, markdown_window
+from kbkit.kb.formats.markup import PLAIN, Markup, markdown_headings_shown, markdown_window
 from kbkit.kb.sections import Heading
 
 if TYPE_CHECKING:
@@ -266,26 +266,27 @@ def plain_inline(text: str, markup: Markup = PLAIN) -> str:
     return "".join(out)
 
 
-def _titled(raw: str, markup: Markup) -> str:
-    """A heading's text as its title: a trailing attribute list left out (heading_attributes),
-    then read as the page shows it (markup.markdown_heading)."""
-    return markdown_heading(heading_attributes(raw)[0] if "{" in raw else raw, markup)
+def _titled(raw: str) -> str:
+    """A heading's text without a trailing attribute list (heading_attributes)."""
+    return heading_attributes(raw)[0] if "{" in raw else raw
 
 
 def markdown_headings(body: str, markup: Markup = PLAIN) -> list[tuple[int, int, str]]:
     """(start, level, text) of every ATX and setext heading outside fenced code, in order, each as
     the page shows it: a trailing attribute list (`{ #id }`), inline markup and the generator's
-    syntax are not part of its text."""
+    syntax are not part of its text (markup.markdown_headings_shown)."""
     found: list[tuple[int, int, str]] = []
     for start, end in _outside_fences(body):
         atx = [
-            (m.start(), len(m.group(1)), _titled(_atx_text(m.group(2)), markup))
+            (m.start(), len(m.group(1)), _titled(_atx_text(m.group(2))))
             for m in _ATX.finditer(body, start, end)
         ]
         found += [heading for heading in atx if heading[2]]
         setext = _SETEXT.finditer(body, start, end)
-        found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, _titled(m.group(1), markup)) for m in setext]
-    return sorted(found)
+        found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, _titled(m.group(1))) for m in setext]
+    found.sort()
+    shown = markdown_headings_shown([text for _, _, text in found], markup)
+    return [(start, level, text) for (start, level, _), text in zip(found, shown, strict=True)]
 
 
 def outline(body: str, markup: Markup = PLAIN) -> tuple[Heading, ...]:

@@ -65,17 +65,19 @@ _GENERIC_BEFORE = re.compile(r"[\w)\]]$")
 
 
 def _generator_free(text: str, generator: str) -> str:
-    """`text` without the syntax `generator` adds to Markdown."""
-    if generator == HUGO:
+    """`text` without the syntax `generator` adds to Markdown (each pattern run only on text
+    holding its opening characters: most headings hold none)."""
+    if "{{" in text and generator == HUGO:
         text = _SHORTCODE.sub("", text)
-    elif generator == MDBOOK:
+    elif "{{" in text and generator == MDBOOK:
         text = _MDBOOK.sub("", text)
     elif generator in (VITEPRESS, DOCUSAURUS):
-        text = _INTERPOLATION.sub("", _CONTAINER.sub("", text))
-        text = _MDX_IMPORT.sub("", text) if generator == DOCUSAURUS else text
-    elif generator == MKDOCS:
+        text = _INTERPOLATION.sub("", text) if "{{" in text else text
+        text = _CONTAINER.sub("", text) if ":::" in text else text
+        text = _MDX_IMPORT.sub("", text) if generator == DOCUSAURUS and "port " in text else text
+    elif generator == MKDOCS and ("!!!" in text or "???" in text):
         text = _ADMONITION.sub("", text)
-    return _REFERENCE_LINK.sub(r"\1", text)
+    return _REFERENCE_LINK.sub(r"\1", text) if "][" in text else text
 
 
 @functools.cache
@@ -86,25 +88,53 @@ def _inline() -> MarkdownIt:
     return MarkdownIt("zero", {"html": True}).enable(rules)
 
 
-_INLINE_MARKS = ("\\", "*", "[", "<", "&", "__", " _", "_ ", "``")
-"""A heading holding none of these is plain text once its code spans' backticks go (cpp-docs:
-nearly all of them); the others are parsed (about 0.1 ms each)."""
+_CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_EMPTY_ANCHOR = re.compile(r"""<a\s+(?:name|id)\s*=\s*["'][^"'<>]*["']\s*>\s*</a>""")
+"""An anchor element with no text (`<a name="top"></a>`, cpp-docs' headings): nothing shown."""
+_INLINE_MARKS = re.compile(
+    r"\\[!-/:-@\[-`{-~]|\*|\]\(|!\[|(?<![\w)\]])<[A-Za-z/!?]|</|&#?\w+;|__\S.*__|(?<![\w\\_])_(?=[^\s_])"
+)
+"""What Markdown reads as more than text outside code spans: an escape, emphasis, a link or image,
+a tag (`<Badge />`, `</code>`; not a type's `Vec<T>`), an entity. A heading with none of these is
+its text with its code spans' backticks left out (cpp-docs: nearly all); the others are parsed,
+a page's at once (markdown_headings_shown)."""
 
 
 def markdown_heading(raw: str, markup: Markup = PLAIN) -> str:
     """A Markdown heading as the built page shows it: escapes resolved (`\\<script setup>`),
     code spans, emphasis and links to their text, inline HTML and the generator's syntax left out,
     a type's `<T>` kept (`RefCell<T>`, `` `Vec<T>` ``)."""
-    text = _generator_free(raw, markup.generator)
-    if not any(mark in text for mark in _INLINE_MARKS):
-        return " ".join(text.replace("`", "").split())  # most headings: no parse
-    out: list[str] = []
-    for block in _inline().parseInline(text):
-        for token in block.children or ():
-            shown = token.type in ("text", "code_inline", "image")
-            if shown or (token.type == "html_inline" and _is_type_parameters(token.content, "".join(out))):
-                out.append(token.content)
-    return " ".join("".join(out).split())
+    return " ".join(markdown_headings_shown([raw], markup)[0].split())
+
+
+def markdown_headings_shown(raws: list[str], markup: Markup = PLAIN) -> list[str]:
+    """Each of a page's headings as markdown_heading reads it (spaces not yet folded: the outline
+    folds them), the ones with markup parsed in one pass (each its own paragraph: emphasis never
+    pairs across two headings)."""
+    texts = [_generator_free(raw, markup.generator) for raw in raws]
+    texts = [_EMPTY_ANCHOR.sub("", text) if "</a>" in text else text for text in texts]
+    marked = [
+        index
+        for index, text in enumerate(texts)
+        if _INLINE_MARKS.search(_CODE_SPAN.sub("", text) if "`" in text else text)
+    ]
+    shown = [_CODE_SPAN.sub(r"\2", text) if "`" in text else text for text in texts]
+    if marked:
+        paragraphs = (
+            token for token in _inline().parse("\n\n".join(texts[i] for i in marked)) if token.children
+        )
+        for index, paragraph in zip(marked, paragraphs, strict=False):
+            out: list[str] = []
+            for token in paragraph.children or ():
+                visible = token.type in ("text", "code_inline", "image")
+                if visible or (
+                    token.type == "html_inline" and _is_type_parameters(token.content, "".join(out))
+                ):
+                    out.append(token.content)
+                elif token.type == "softbreak":
+                    out.append(" ")
+            shown[index] = " ".join("".join(out).split())
+    return shown
 
 
 def _is_type_parameters(tag: str, before: str) -> bool:
