@@ -348,3 +348,4 @@ def test_a_generators_syntax_is_read_only_on_its_site(tmp_path: Path) -> None:
 def test_restructuredtext_roles_read_as_sphinx_shows_them() -> None:
     assert rst_plain(":class:`~widgets.core.Widget` and :func:`!frobnicate`") == "Widget and frobnicate"
     assert rst_plain("`Django <https://www.djangoproject.com/>`_ and ``code``") == "Django and code"
+    assert rst_plain("Override ``__init__`` as Django_ says") == "Override __init__ as Django says"

@@ -163,7 +163,8 @@ _DIRECTIVE = re.compile(
 _OPTION = re.compile(r"^[ \t]+:[\w-]+:(?:[ \t][^\n]*)?$", re.MULTILINE)
 """A directive's options (`:linenos:`, `:caption: Example`) under its line."""
 _STRONG = re.compile(r"\*\*([^*\n]{1,300})\*\*|\*([^*\s][^*\n]{0,300})\*")
-_NAMED_REFERENCE = re.compile(r"\b(\w[\w.-]{0,100})__?(?=[\s.,;:!?)]|$)")
+_NAMED_REFERENCE = re.compile(r"\b([^\W_](?:[\w.-]{0,100}[^\W_])?)__?(?=[\s.,;:!?)]|$)")
+"""A named hyperlink reference, `Django_` or `Django__` (not `__init__`)."""
 
 
 def _role_text(match: re.Match[str]) -> str:
