@@ -50,11 +50,10 @@ def template_folders(folder: Path, names: set[str], rel_dir: str) -> list[str]:
             text = read_config(folder / name)
             if text is not None and (theme := theme_folder(text, rel_dir)) is not None:
                 found.append(theme)
-    if names.intersection(HUGO_FILES + HUGO_LEGACY_FILES) and site_in(folder) is not None:
-        site = site_in(folder)
-        if site is not None and site.generator == HUGO:
-            prefix = f"{rel_dir}/" if rel_dir else ""
-            found += [prefix + name for name in HUGO_TEMPLATE_FOLDERS if name in names]
+    site = site_in(folder) if names.intersection(HUGO_FILES + HUGO_LEGACY_FILES) else None
+    if site is not None and site.generator == HUGO:
+        prefix = f"{rel_dir}/" if rel_dir else ""
+        found += [prefix + name for name in HUGO_TEMPLATE_FOLDERS if name in names]
     return found
 
 
@@ -111,9 +110,16 @@ class Site:
 
 
 def site_in(folder: Path) -> Site | None:
-    """The site whose config is directly in `folder`, or None."""
+    """The site whose config is directly in `folder`, or None (one listing of the folder: most
+    folders hold no config name, and no file is opened for them)."""
+    try:
+        present = {entry.name for entry in os.scandir(folder)}
+    except OSError:
+        return None
     for names, reader in _READERS:
         for name in names:
+            if name.split("/", 1)[0] not in present:
+                continue
             path = folder / name
             if path.is_file() and not path.is_symlink():
                 found = reader(path, read_config(path) or "")
