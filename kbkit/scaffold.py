@@ -10,7 +10,7 @@ from kbkit.config import CONFIG_FILE, load_settings
 from kbkit.config.docs import starter_config
 from kbkit.errors import ConfigError
 from kbkit.fsutil import atomic_write_text
-from kbkit.kb.sites import Site, find_sites
+from kbkit.kb.sites import Site, find_sites, markup_of
 from kbkit.sync.gitignore import managed_entries, update_gitignore
 
 NEXT_STEPS = (
@@ -124,7 +124,7 @@ def count_documents(folder: Path, exclude_dirs: tuple[str, ...]) -> int:
         rules = IgnoreRules.load(folder, exclude_dirs)
     except ConfigError:
         rules = IgnoreRules(exclude_dirs)
-    return sum(1 for _ in walk(folder, Registry(), rules))
+    return sum(1 for _ in walk(folder, Registry(markup=markup_of(folder)), rules))
 
 
 def suggest_kb_folder(

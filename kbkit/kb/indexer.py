@@ -21,6 +21,7 @@ from pathlib import Path
 from kbkit.errors import DocumentRefused
 from kbkit.kb import fields
 from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
+from kbkit.kb.formats.markup import MDBOOK
 from kbkit.kb.formats.registry import Registry, extension_of
 from kbkit.kb.ignore import KBIGNORE, IgnoreRules
 from kbkit.kb.schema import READ_AGAIN
@@ -148,7 +149,7 @@ def walk(
     by ("theme folders") and the book's unlisted files ("unlisted chapters")."""
     extensions = set(registry.extensions)
     themes: set[str] = set()
-    book = book_of(kb_root)
+    book = book_of(kb_root) if registry.markup.generator == MDBOOK else None
     stack = [("", str(kb_root))]
     while stack:
         rel_dir, abs_dir = stack.pop()
