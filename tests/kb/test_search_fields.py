@@ -137,6 +137,20 @@ def test_pages_sharing_a_file_name_and_title_but_not_their_text_are_separate_hit
     assert {"ref/settings.txt", "topics/settings.txt"} <= {hit.path for hit in settings}
 
 
+def test_pages_alike_at_the_start_but_not_at_the_end_are_separate_hits(open_kb) -> None:
+    opening = "# Sampling\n\n" + "Traces are sampled at the head of each request by the SDK. " * 80
+    kb = open_kb(
+        {
+            "go/sampling.md": opening + "\n\n" + "Go: set sdktrace.WithSampler on the provider. " * 80,
+            "java/sampling.md": opening
+            + "\n\n"
+            + "Java: call setSampler on SdkTracerProvider builder. " * 80,
+        }
+    )
+    hits = kb.search("sampled head request").results
+    assert sorted(hit.path for hit in hits) == ["go/sampling.md", "java/sampling.md"]
+
+
 def test_identical_files_under_different_names_are_folded(open_kb) -> None:
     text = "# Release steps\n\nTag the release, build the wheel, publish it.\n"
     kb = open_kb(

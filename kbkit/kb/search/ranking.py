@@ -123,9 +123,10 @@ SKETCH = 8
 """A document's smallest shingle hashes stand for it when its near-copies are looked for (two texts
 sharing 90% of their shingles share nearly all of these): a hit is compared in full only with the
 kept hits sharing one (MinHash's bottom-k sketch)."""
-COMPARED_CHARS = 16_000
-"""The opening characters of each document compared: a search compares a few pages, never whole
-manuals (documents whose stored texts differ in size by more than NEAR_COPY allows never are)."""
+COMPARED_CHARS = 4000
+"""The characters compared at each end of a document (its opening and its close): a search compares
+a few pages, never whole manuals (documents whose stored texts differ in size by more than
+NEAR_COPY allows never are)."""
 
 
 def shingles(text: str) -> frozenset[int]:
@@ -149,9 +150,9 @@ def fold(
     """The first `limit` hits that are not near-copies of a hit ranked above them: the same bytes,
     or text whose shingles mostly agree (NEAR_COPY), whatever their names and titles. Returns the
     kept hits, in order, and for each the paths folded into it. Only documents of nearly the same
-    size are compared, and only their opening COMPARED_CHARS: a few reads per search."""
+    size are compared, and only their ends (COMPARED_CHARS): a few reads per search."""
     sizes = _text_sizes(conn, [hit.doc_id for hit in ranked])
-    texts = _Openings(conn, [hit.doc_id for hit in ranked], sizes)
+    texts = _Ends(conn, [hit.doc_id for hit in ranked], sizes)
     kept: list[Ranked] = []
     folded: dict[int, list[str]] = {}
     by_bytes: dict[str, int] = {}
@@ -186,8 +187,8 @@ def fold(
     return kept, folded
 
 
-class _Openings:
-    """The shingles of candidates' openings, read when first compared, a batch at a time."""
+class _Ends:
+    """The shingles of candidates' ends (COMPARED_CHARS), read when first compared, a batch at a time."""
 
     BATCH = 16
 
@@ -213,8 +214,8 @@ class _Openings:
         if doc_id not in self.signatures:
             batch = [doc_id, *(other for other in self.pending if other not in self.signatures)]
             batch = batch[: self.BATCH]
-            openings = _openings(self.conn, batch)
-            self.signatures.update((other, shingles(openings.get(other, ""))) for other in batch)
+            ends = _ends(self.conn, batch)
+            self.signatures.update((other, shingles(ends.get(other, ""))) for other in batch)
         return self.signatures[doc_id]
 
 
@@ -226,12 +227,16 @@ def _text_sizes(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, int]:
     return sizes
 
 
-def _openings(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, str]:
-    """doc_id -> the first COMPARED_CHARS characters of its indexed text."""
+def _ends(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, str]:
+    """doc_id -> the first and last COMPARED_CHARS characters of its indexed text (all of a short one)."""
     found: dict[int, str] = {}
     for start in range(0, len(doc_ids), 500):
         ids = ",".join(str(doc_id) for doc_id in doc_ids[start : start + 500])
-        sql = f"SELECT rowid, substr(body, 1, {COMPARED_CHARS}) FROM documents_fts WHERE rowid IN ({ids})"
+        sql = (
+            f"SELECT rowid, CASE WHEN length(body) <= {2 * COMPARED_CHARS} THEN body ELSE "
+            f"substr(body, 1, {COMPARED_CHARS}) || ' ' || substr(body, -{COMPARED_CHARS}) END "
+            f"FROM documents_fts WHERE rowid IN ({ids})"
+        )
         found.update((doc_id, text or "") for doc_id, text in conn.execute(sql))
     return found
 
