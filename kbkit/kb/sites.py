@@ -50,7 +50,7 @@ def template_folders(folder: Path, names: set[str], rel_dir: str) -> list[str]:
             text = read_config(folder / name)
             if text is not None and (theme := theme_folder(text, rel_dir)) is not None:
                 found.append(theme)
-    site = site_in(folder) if names.intersection(HUGO_FILES + HUGO_LEGACY_FILES) else None
+    site = site_in(folder, names) if names.intersection(HUGO_FILES + HUGO_LEGACY_FILES) else None
     if site is not None and site.generator == HUGO:
         prefix = f"{rel_dir}/" if rel_dir else ""
         found += [prefix + name for name in HUGO_TEMPLATE_FOLDERS if name in names]
@@ -109,13 +109,14 @@ class Site:
         return Markup(self.generator, self.rst_extensions)
 
 
-def site_in(folder: Path) -> Site | None:
-    """The site whose config is directly in `folder`, or None (one listing of the folder: most
-    folders hold no config name, and no file is opened for them)."""
-    try:
-        present = {entry.name for entry in os.scandir(folder)}
-    except OSError:
-        return None
+def site_in(folder: Path, present: set[str] | None = None) -> Site | None:
+    """The site whose config is directly in `folder` (whose entries' names are `present`, when
+    the caller listed it), or None. No file is opened in a folder holding no config's name."""
+    if present is None:
+        try:
+            present = {entry.name for entry in os.scandir(folder)}
+        except OSError:
+            return None
     for names, reader in _READERS:
         for name in names:
             if name.split("/", 1)[0] not in present:
@@ -195,29 +196,31 @@ SITE_DEPTH = 2
 
 def find_sites(root: Path, depth: int = SITE_DEPTH + 1) -> list[Site]:
     """Sites whose config is in `root` or at most `depth` folders down (hidden folders,
-    `node_modules` and a site's own template folders skipped), nearest first."""
+    `node_modules` and a site's own template folders skipped), nearest first. One listing of each
+    folder, no file's metadata read: it runs each time a kb is opened."""
     found: list[Site] = []
     folders = [root]
+    skipped = ("node_modules", *HUGO_TEMPLATE_FOLDERS)
     for level in range(depth + 1):
+        children: list[Path] = []
         for folder in folders:
-            site = site_in(folder)
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            site = site_in(folder, {entry.name for entry in entries})
             if site is not None:
                 found.append(site)
-        if level == depth:
-            break
-        folders = [child for folder in folders for child in _subfolders(folder)]
+            if level < depth:
+                children += sorted(
+                    Path(entry.path)
+                    for entry in entries
+                    if entry.is_dir(follow_symlinks=False)
+                    and not entry.name.startswith((".", "_"))
+                    and entry.name not in skipped
+                )
+        folders = children
     return found
-
-
-def _subfolders(folder: Path) -> list[Path]:
-    try:
-        children = sorted(entry for entry in folder.iterdir() if entry.is_dir() and not entry.is_symlink())
-    except OSError:
-        return []
-    skipped = ("node_modules", *HUGO_TEMPLATE_FOLDERS)
-    return [
-        child for child in children if not child.name.startswith((".", "_")) and child.name not in skipped
-    ]
 
 
 def site_of(kb_root: Path) -> Site | None:
