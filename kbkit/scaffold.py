@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from kbkit.config import CONFIG_FILE, load_settings, trust
 from kbkit.config.docs import starter_config
 from kbkit.errors import ConfigError
 from kbkit.fsutil import atomic_write_text
-from kbkit.kb.sites import DOCS_DIR, MKDOCS_FILES, read_config
+from kbkit.kb.sites import Site, find_sites, markup_of
 from kbkit.sync.gitignore import managed_entries, update_gitignore
 
 NEXT_STEPS = (
@@ -26,9 +25,21 @@ NEXT_STEPS = (
 __all__ = ["NEXT_STEPS", "InitResult", "init_project", "starter_config"]
 
 
+DEFAULT_KB_PATH = "docs"
+GENERATOR_NAMES = {
+    "hugo": "Hugo",
+    "docusaurus": "Docusaurus",
+    "vitepress": "VitePress",
+    "mdbook": "mdBook",
+    "sphinx": "Sphinx",
+    "mkdocs": "MkDocs",
+}
+
+
 @dataclass(frozen=True)
 class Suggestion:
-    """A folder that looks more like the documents than the kb folder chosen: offered, never taken."""
+    """A folder a site generator's config names as its pages' (kb/sites.py): offered when a kb
+    folder was given or the default one holds documents, taken when neither."""
 
     folder: str
     """Relative to the project root, as --kb-path takes it."""
@@ -50,15 +61,25 @@ class InitResult:
     suggestion: Suggestion | None = None
     outside: bool = False
     """The kb folder is outside the project folder (an existing one: init creates none there)."""
+    found: Suggestion | None = None
+    """The site's content folder init took as the kb folder (no --kb-path, no documents in docs/)."""
 
 
-def init_project(root: Path, *, kb_path: str = "docs", force: bool = False) -> InitResult:
-    """Write the starter kbkit.toml (unless one exists, or with `force`), the kb folder and .gitignore."""
+def init_project(root: Path, *, kb_path: str | None = None, force: bool = False) -> InitResult:
+    """Write the starter kbkit.toml (unless one exists, or with `force`), the kb folder and .gitignore.
+    Without `kb_path`: `docs`, unless it holds no documents and a site generator's config names
+    another folder that does (Hugo's `content/`, mdBook's `src/`, ...): that one is taken."""
     root = root.resolve()
     if root.exists() and not root.is_dir():
         raise ConfigError(f"--root {root} is not a folder", fix="pass the project folder")
     config = root / CONFIG_FILE
     existed = os.path.lexists(config)
+    found = None
+    if kb_path is None:
+        default = (root / DEFAULT_KB_PATH).resolve()
+        if (force or not existed) and not count_documents(default, ()):
+            found = suggest_kb_folder(root, default, 0, ())
+        kb_path = found.folder if found is not None else DEFAULT_KB_PATH
     kb_folder = (root / kb_path).resolve()
     if (force or not existed) and not kb_folder.is_relative_to(root) and not kb_folder.is_dir():
         raise ConfigError(
@@ -86,8 +107,11 @@ def init_project(root: Path, *, kb_path: str = "docs", force: bool = False) -> I
         kb_folder=settings.kb_path,
         config_existed=existed,
         documents=documents,
-        suggestion=suggest_kb_folder(root, settings.kb_path, documents, settings.exclude_dirs),
+        suggestion=None
+        if found
+        else suggest_kb_folder(root, settings.kb_path, documents, settings.exclude_dirs),
         outside=not settings.kb_path.is_relative_to(root),
+        found=found,
     )
 
 
@@ -103,50 +127,31 @@ def count_documents(folder: Path, exclude_dirs: tuple[str, ...]) -> int:
         rules = IgnoreRules.load(folder, exclude_dirs)
     except ConfigError:
         rules = IgnoreRules(exclude_dirs)
-    return sum(1 for _ in walk(folder, Registry(), rules))
+    return sum(1 for _ in walk(folder, Registry(markup=markup_of(folder)), rules))
 
 
 def suggest_kb_folder(
     root: Path, chosen: Path, documents: int, exclude_dirs: tuple[str, ...]
 ) -> Suggestion | None:
-    """The folder a documentation tool of the project names (MkDocs' docs_dir), when it is not the
-    one chosen: the one with the most documents. Only offered: kbkit init writes what it was told."""
+    """The folder a documentation site generator of the project builds its pages from (Hugo's
+    `content/`, Docusaurus' `docs/`, mdBook's `src/`, Sphinx's conf.py folder, MkDocs' `docs_dir`),
+    when it is not the one chosen: the one with the most documents."""
     best: Suggestion | None = None
-    for mkdocs in _mkdocs_files(root):
-        found = DOCS_DIR.search(read_config(mkdocs) or "")
-        folder = (mkdocs.parent / (found.group(1).strip() if found else "docs")).resolve()
+    for site in find_sites(root):
+        folder = site.content.resolve()
         if folder == chosen:
             return None  # the chosen folder is one a documentation tool names: nothing to offer
         if not folder.is_relative_to(root) or not folder.is_dir():
             continue
         count = count_documents(folder, exclude_dirs)
         if count and (best is None or count > best.documents):
-            where = mkdocs.relative_to(root)
-            why = f"docs_dir of {where}" if found else f"MkDocs' default docs_dir beside {where}"
-            best = Suggestion(str(folder.relative_to(root)), why, count)
+            best = Suggestion(str(folder.relative_to(root)), _why(site, root), count)
     return best
 
 
-def _mkdocs_files(root: Path, depth: int = 3) -> Iterator[Path]:
-    """mkdocs.yml files at most `depth` folders down (docs/en/mkdocs.yml), outside hidden folders."""
-    folders = [root]
-    for level in range(depth + 1):
-        for folder in folders:
-            for name in MKDOCS_FILES:
-                if (folder / name).is_file():
-                    yield folder / name
-        if level == depth:
-            return
-        folders = [
-            child
-            for folder in folders
-            for child in sorted(_subfolders(folder))
-            if not child.name.startswith(".") and child.name != "node_modules"
-        ]
-
-
-def _subfolders(folder: Path) -> Iterator[Path]:
-    try:
-        yield from (entry for entry in folder.iterdir() if entry.is_dir() and not entry.is_symlink())
-    except OSError:
-        return
+def _why(site: Site, root: Path) -> str:
+    """Where the folder comes from: `docs_dir of docs/en/mkdocs.yml`, `Hugo's pages, by hugo.toml`."""
+    where = site.config.relative_to(root)
+    if site.generator == "mkdocs":
+        return f"docs_dir of {where}" if site.named else f"MkDocs' default docs_dir beside {where}"
+    return f"{GENERATOR_NAMES[site.generator]}'s pages, by {where}"

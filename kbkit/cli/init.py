@@ -11,8 +11,13 @@ import typer
 def init(
     root: Annotated[Path, typer.Option("--root", help="Project folder (default: here).")] = Path("."),
     kb_path: Annotated[
-        str, typer.Option("--kb-path", help="The docs folder, relative to the root.")
-    ] = "docs",
+        str | None,
+        typer.Option(
+            "--kb-path",
+            help="The docs folder, relative to the root (default: docs, or the pages folder of the "
+            "site generator found: Hugo's content, mdBook's src, ...).",
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing kbkit.toml.")] = False,
 ) -> None:
     """Write a commented starter kbkit.toml, the kb folder and the managed .gitignore block."""
@@ -32,7 +37,10 @@ def init(
             f"note: the kb folder {result.kb_folder} is outside the project: agents of people who "
             "clone it find no documents there unless that folder exists on their machine too"
         )
-    typer.echo(f"kb folder: {_count(result.documents)} found")
+    if result.found is not None:
+        typer.echo(f"kb folder: {result.found.folder} ({result.found.why}): {_count(result.documents)} found")
+    else:
+        typer.echo(f"kb folder: {_count(result.documents)} found")
     if result.suggestion is not None:
         hint = result.suggestion
         typer.echo(

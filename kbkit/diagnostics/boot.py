@@ -34,11 +34,18 @@ def describe_excluded(report: ScanReport) -> str:
     folders, files = report.excluded["folders"], report.excluded["files"]
     themes = report.excluded["theme folders"]
     theme_part = (
-        f"; {themes} site theme folder{'s' * (themes != 1)} (mkdocs.yml's custom_dir: templates, "
+        f"; {themes} site theme folder{'s' * (themes != 1)} (mkdocs.yml's custom_dir, Hugo's layouts/: "
+        "templates, "
         "not pages) not indexed either"
         if themes
         else ""
     )
+    unlisted = report.excluded["unlisted chapters"]
+    if unlisted:
+        theme_part += (
+            f"; {unlisted} Markdown file{'s' * (unlisted != 1)} the book's SUMMARY.md does not list "
+            "(mdBook builds no page of them) not indexed either"
+        )
     if not folders and not files:
         return f"excluded by .kbignore and [kb] exclude_dirs: nothing{theme_part}"
     counted = [f"{folders} folder{'s' * (folders != 1)}"] if folders else []

@@ -50,6 +50,7 @@ def check_index(ctx: Context) -> list[Finding]:
     from kbkit.kb.formats.registry import Registry
     from kbkit.kb.ignore import IgnoreRules
     from kbkit.kb.indexer import count_stale
+    from kbkit.kb.sites import markup_of
     from kbkit.kb.store import Store
 
     settings = ctx.settings
@@ -75,7 +76,9 @@ def check_index(ctx: Context) -> list[Finding]:
         return [Finding("index", "fail", problem, fix)]
     try:
         rules = IgnoreRules.load(settings.kb_path, settings.exclude_dirs)
-        stale = count_stale(store, settings.kb_path, Registry(settings.parsers), rules)
+        stale = count_stale(
+            store, settings.kb_path, Registry(settings.parsers, markup_of(settings.kb_path)), rules
+        )
         total = store.count_documents()
         store.close()
     except KbkitError as exc:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar, Unpack
 
 from kbkit.config import Settings
 from kbkit.errors import DocumentRefused, IndexUnavailable
-from kbkit.kb import documents, indexer, search
+from kbkit.kb import documents, indexer, search, sites
 from kbkit.kb.documents import Document, IndexedDocument
 from kbkit.kb.formats.registry import Registry
 from kbkit.kb.ignore import IgnoreRules
@@ -29,7 +29,7 @@ class KnowledgeBase:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
         self.store = store
-        self.registry = Registry(settings.parsers)
+        self.registry = Registry(settings.parsers, sites.markup_of(settings.kb_path))
         self.hybrid: Hybrid | None = None
         """The `semantic` extra's state when `[search] semantic = true` and it can run (else None)."""
         self.hybrid_off: str | None = None
@@ -137,7 +137,7 @@ class KnowledgeBase:
     def reconfigure(self, settings: Settings) -> None:
         """New settings (kbkit.toml edited while serving): the next scan applies them."""
         self.settings = settings
-        self.registry = Registry(settings.parsers)
+        self.registry = Registry(settings.parsers, sites.markup_of(settings.kb_path))
         self._setup_hybrid()
 
     def search(self, query: str, **options: Unpack[search.SearchOptions]) -> search.SearchResult:

@@ -21,10 +21,11 @@ from pathlib import Path
 from kbkit.errors import DocumentRefused
 from kbkit.kb import fields
 from kbkit.kb.documents import FILE_SIZE_CAP, extract, read_guarded
+from kbkit.kb.formats.markup import MDBOOK
 from kbkit.kb.formats.registry import Registry, extension_of
 from kbkit.kb.ignore import KBIGNORE, IgnoreRules
 from kbkit.kb.schema import READ_AGAIN
-from kbkit.kb.sites import MKDOCS_FILES, read_config, theme_folder
+from kbkit.kb.sites import book_of, template_folders
 from kbkit.kb.store import SqliteError, Store, index_error
 
 BATCH_SIZE = 500
@@ -143,10 +144,12 @@ def walk(
     kb_root: Path, registry: Registry, rules: IgnoreRules, excluded: Counter[str] | None = None
 ) -> Iterator[_Seen]:
     """Every file the index should hold: registered extension, not ignored, not a link, in size,
-    not in a site's theme folder (kb/sites.py). `excluded` counts what the ignore rules kept out
-    ("folders", "files") and the theme folders passed by ("theme folders")."""
+    not in a site's template folder, not a file an mdBook's SUMMARY.md leaves out (kb/sites.py).
+    `excluded` counts what the ignore rules kept out ("folders", "files"), the theme folders passed
+    by ("theme folders") and the book's unlisted files ("unlisted chapters")."""
     extensions = set(registry.extensions)
     themes: set[str] = set()
+    book = book_of(kb_root) if registry.markup.generator == MDBOOK else None
     stack = [("", str(kb_root))]
     while stack:
         rel_dir, abs_dir = stack.pop()
@@ -172,19 +175,20 @@ def walk(
                 elif excluded is not None:
                     excluded["folders"] += 1
             elif stat.S_ISREG(info.st_mode) and extension_of(entry.name) in extensions:
-                if not rules.skips_file(rel):
+                if book is not None and not book.lists(rel):
+                    if excluded is not None:
+                        excluded["unlisted chapters"] += 1
+                elif not rules.skips_file(rel):
                     yield _Seen(rel, info.st_size, info.st_mtime_ns)
                 elif excluded is not None and rel != KBIGNORE:
                     excluded["files"] += 1
 
 
-def _theme_folders(entries: list[os.DirEntry[str]], rel_dir: str) -> Iterator[str]:
-    """The theme folders the site configs among `entries` name (at most one each)."""
-    for entry in entries:
-        if entry.name in MKDOCS_FILES and entry.is_file(follow_symlinks=False):
-            text = read_config(Path(entry.path))
-            if text is not None and (folder := theme_folder(text, rel_dir)) is not None:
-                yield folder
+def _theme_folders(entries: list[os.DirEntry[str]], rel_dir: str) -> list[str]:
+    """The template folders the site configs among `entries` name (kb/sites.py)."""
+    if not entries:
+        return []
+    return template_folders(Path(entries[0].path).parent, {entry.name for entry in entries}, rel_dir)
 
 
 def _is_utf8(name: str) -> bool:

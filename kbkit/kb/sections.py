@@ -64,13 +64,10 @@ class Passage:
     """The heading path at `anchor`."""
 
 
-_TAG = re.compile(r"<[^<>\n]{0,200}>")
-
-
 def clean_title(raw: str) -> str:
-    """A heading as a person reads it: inline HTML tags and backticks dropped, spaces collapsed."""
-    text = _TAG.sub(" ", raw).replace("`", "")
-    return " ".join(text.split())[:TITLE_CHARS]
+    """A heading's text (already plain: each reader reduces its own markup, formats/markup.py) with
+    its spaces collapsed, cut to TITLE_CHARS. A `<T>` in it is text (`RefCell<T>`)."""
+    return " ".join(raw.split())[:TITLE_CHARS]
 
 
 def sections(size: int, outline: tuple[Heading, ...]) -> list[Section]:

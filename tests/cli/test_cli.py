@@ -109,6 +109,52 @@ def test_init_in_a_folder_with_docs_counts_them_and_offers_the_mkdocs_docs_dir_w
     assert "put your documents in the kb folder" not in again.stdout  # they are there already
 
 
+@pytest.mark.parametrize(
+    ("files", "folder", "why"),
+    [
+        (
+            {"hugo.toml": 'title = "Site"\n', "content/_index.md": "---\ntitle: Home\n---\n"},
+            "content",
+            "Hugo's pages, by hugo.toml",
+        ),
+        ({"book.toml": '[book]\ntitle = "Book"\n', "src/SUMMARY.md": "# Summary\n"}, "src", "mdBook's pages"),
+    ],
+)
+def test_init_in_a_site_takes_the_folder_its_generator_builds_pages_from(
+    tmp_path: Path, files: dict[str, str], folder: str, why: str
+) -> None:
+    """Hugo keeps its pages in content/, mdBook in src/: no empty docs/ is made beside them."""
+    root = tmp_path / "site"
+    for rel, text in files.items():
+        write(root / rel, text)
+    write(root / folder / "guide" / "start.md", "---\ntitle: Start\n---\n# Start\n")
+    result = invoke("init", "--root", str(root))
+    assert result.exit_code == 0, result.output
+    assert f"kb folder: {folder} ({why}" in result.stdout and "): 2 documents found" in result.stdout
+    assert f'path = "{folder}"' in (root / "kbkit.toml").read_text()
+    assert not (root / "docs").exists()
+    given = invoke("init", "--root", str(root), "--force", "--kb-path", "docs")
+    assert f"note: {folder} looks like the documentation ({why}" in given.stdout  # offered, not taken
+
+
+def test_init_offers_a_sphinx_folder_below_docs_and_keeps_a_docusaurus_docs_folder(tmp_path: Path) -> None:
+    sphinx = tmp_path / "sphinx"
+    write(sphinx / "docs" / "source" / "conf.py", "extensions = []\nsource_suffix = '.txt'\n")
+    write(sphinx / "docs" / "source" / "index.txt", "Home\n====\n")
+    write(sphinx / "docs" / "README.md", "# How to build the docs\n")
+    result = invoke("init", "--root", str(sphinx))
+    assert "kb folder: 2 documents found" in result.stdout
+    assert (
+        "note: docs/source looks like the documentation (Sphinx's pages, by docs/source/conf.py"
+        in result.stdout
+    )
+    docusaurus = tmp_path / "docusaurus"
+    write(docusaurus / "docusaurus.config.js", "module.exports = {title: 'Site'};\n")
+    write(docusaurus / "docs" / "intro.md", "# Intro\n")
+    result = invoke("init", "--root", str(docusaurus))
+    assert "kb folder: 1 document found" in result.stdout and "note:" not in result.stdout
+
+
 def test_init_with_a_kb_path_outside_the_project_refuses_to_create_it_there(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     result = invoke("init", "--root", str(root), "--kb-path", "../outside")

@@ -38,10 +38,14 @@ def test_files_changed_since_indexing_are_indexed_before_searching(project: Path
 def test_scores_descend_from_one_each_hit_names_its_section_and_folded_copies_are_named(
     tmp_path: Path,
 ) -> None:
-    page = "# df\n\n> Show free disk space.\n\n- {0}\n"
+    page = (
+        "# df\n\n> Show free disk space of the mounted file systems, as a table of sizes.\n\n"
+        "- Show every file system with its size, its used and free space in human units:\n\n`df -h`\n\n"
+        "- Show the file system holding a given path and its free space:\n\n`df {0}`\n"
+    )
     files = {
-        "common/df.md": page.format("all"),
-        "linux/df.md": page.format("inodes"),
+        "common/df.md": page.format("path/to/file"),
+        "linux/df.md": page.format("path/to/dir"),
         "du.md": "# du\n\ndisk use\n",
     }
     root = make_project(tmp_path / "p", files)

@@ -93,9 +93,9 @@ def test_a_snippet_scans_a_bounded_window_of_a_page_dense_with_the_query_word(
     scanned: list[int] = []
     real = snippets.snippet_window
 
-    def spy(text: str | None, pattern: re.Pattern[str], fallback: str) -> str:
+    def spy(text: str | None, pattern: re.Pattern[str], fallback: str, plain: snippets.Plain) -> str:
         scanned.append(len(text or ""))
-        return real(text, pattern, fallback)
+        return real(text, pattern, fallback, plain)
 
     monkeypatch.setattr(snippets, "snippet_window", spy)
     hits = kb.search("deploy").results

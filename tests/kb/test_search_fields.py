@@ -95,21 +95,60 @@ def test_the_opening_prose_stands_in_for_a_missing_description() -> None:
 
 
 def test_copies_of_a_page_in_other_folders_are_folded_into_the_best_one(open_kb) -> None:
-    page = "# df\n\n> Display free disk space of file systems.\n\n- Show {extra}:\n\n`df -h`\n"
+    page = (
+        "# df\n\n> Display free disk space of file systems, mounted or not, as a table of sizes.\n\n"
+        "- Show every file system with sizes in human units:\n\n`df -h`\n\n"
+        "- Show the file system holding a given path and its free space:\n\n`df {path}`\n\n"
+        "- Show inodes instead of blocks, one line per mounted file system:\n\n`df -i`\n\n"
+        "- Leave out the file systems of a given type from the table:\n\n`df -x squashfs`\n"
+    )
     kb = open_kb(
         {
-            "common/df.md": page.format(extra="all disk space in human units"),
-            "linux/df.md": page.format(extra="inodes"),
-            "osx/df.md": page.format(extra="local file systems only"),
+            "common/df.md": page.format(path="path/to/file"),
+            "linux/df.md": page.format(path="path/to/dir"),
+            "osx/df.md": page.format(path="path/to/folder"),
             "common/du.md": "# du\n\n> Disk usage of folders and files.\n",
         }
     )
     result = kb.search("free disk space")
-    assert [hit.path for hit in result.results] == ["common/df.md", "common/du.md"]
-    assert sorted(result.results[0].folded) == ["linux/df.md", "osx/df.md"]
+    assert [hit.path for hit in result.results][1:] == ["common/du.md"]
+    copies = {result.results[0].path, *result.results[0].folded}
+    assert copies == {"common/df.md", "linux/df.md", "osx/df.md"}
     assert "2 near-copies" in result.note
     assert result.to_dict()["results"][0]["folded"] == result.results[0].folded
     assert "folded" not in result.to_dict()["results"][1]
+
+
+def test_pages_sharing_a_file_name_and_title_but_not_their_text_are_separate_hits(open_kb) -> None:
+    kb = open_kb(
+        {
+            "go/getting-started.md": "# Getting started\n\nInstall the SDK with `go get example.com/sdk`, "
+            "then create a client with sdk.NewClient and a context.\n",
+            "rust/getting-started.md": "# Getting started\n\nAdd the crate with `cargo add example-sdk`, "
+            "then build a client with Client::builder() in an async main.\n",
+            "ref/settings.txt": "Settings\n========\n\nEvery setting of the client and its default.\n",
+            "topics/settings.txt": "Settings\n========\n\nHow to choose settings for a client in production.\n",
+        }
+    )
+    started = kb.search("getting started", path_prefix="").results
+    assert sorted(hit.path for hit in started) == ["go/getting-started.md", "rust/getting-started.md"]
+    assert not any(hit.folded for hit in started)
+    settings = kb.search("settings client").results
+    assert {"ref/settings.txt", "topics/settings.txt"} <= {hit.path for hit in settings}
+
+
+def test_pages_alike_at_the_start_but_not_at_the_end_are_separate_hits(open_kb) -> None:
+    opening = "# Sampling\n\n" + "Traces are sampled at the head of each request by the SDK. " * 80
+    kb = open_kb(
+        {
+            "go/sampling.md": opening + "\n\n" + "Go: set sdktrace.WithSampler on the provider. " * 80,
+            "java/sampling.md": opening
+            + "\n\n"
+            + "Java: call setSampler on SdkTracerProvider builder. " * 80,
+        }
+    )
+    hits = kb.search("sampled head request").results
+    assert sorted(hit.path for hit in hits) == ["go/sampling.md", "java/sampling.md"]
 
 
 def test_identical_files_under_different_names_are_folded(open_kb) -> None:

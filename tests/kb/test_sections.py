@@ -47,7 +47,7 @@ def test_a_markdown_outline_gives_each_heading_its_offset_in_the_served_text_out
     for heading in parsed.outline:  # the body is what get_document serves: front matter left out
         assert parsed.body[heading.start :].lstrip("# ").startswith(("<a", "Members", "Setup", "Remarks"))
     assert [heading.level for heading in parsed.outline] == [1, 2, 2, 2, 3]
-    assert parsed.headings[0] == '<a name="top"></a> `Widget` Class'  # the searched field is unchanged
+    assert parsed.headings[0] == "Widget Class"  # the searched field holds the heading as shown
     assert outline_of("md", parsed.body) == parsed.outline  # found again from the indexed text alone
 
 

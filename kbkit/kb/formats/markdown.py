@@ -8,8 +8,10 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
+from kbkit.errors import DocumentRefused
 from kbkit.kb.formats.base import ParsedText, decode_text, meta_title, outline_of_headings
 from kbkit.kb.formats.budget import BUDGET, Budget
+from kbkit.kb.formats.markup import PLAIN, Markup, markdown_headings_shown, markdown_window
 from kbkit.kb.sections import Heading
 
 if TYPE_CHECKING:
@@ -178,11 +180,12 @@ def _meta_tags(meta: dict[str, object]) -> tuple[str, ...]:
     return tuple(tag for tag in tags if tag)
 
 
-def parse_markdown(data: bytes, budget: Budget = BUDGET) -> ParsedText:
+def parse_markdown(data: bytes, budget: Budget = BUDGET, *, markup: Markup = PLAIN) -> ParsedText:
     """The file's text as written; front matter is read for its title, description and tags
-    (a file is at most documents.FILE_SIZE_CAP: the guard bounds it, no budget is needed)."""
+    (a file is at most documents.FILE_SIZE_CAP: the guard bounds it, no budget is needed).
+    Headings are read as the site's generator (`markup`) shows them."""
     meta, body = _front_matter(decode_text(data))
-    found = markdown_headings(body)
+    found = markdown_headings(body, markup)
     headings = [" ".join(text.split()) for _, _, text in found]
     title = meta_title(meta.get("title"))
     if title is None:
@@ -191,6 +194,16 @@ def parse_markdown(data: bytes, budget: Budget = BUDGET) -> ParsedText:
     description = _meta_text(meta.get("description")) or _meta_text(meta.get("summary"))
     tags = _meta_tags(meta)
     return ParsedText(title, body, headings, outline_of_headings(found), description=description, tags=tags)
+
+
+def parse_page_or_partial(data: bytes, budget: Budget = BUDGET, *, markup: Markup = PLAIN) -> ParsedText:
+    """A file in a site's partials folder (markup.PARTIAL_FOLDERS): a page when it has front
+    matter, else a piece the generator includes into pages, refused with reason `partial`."""
+    if _front_matter_block(decode_text(data)) is None:
+        raise DocumentRefused(
+            "partial", "a piece the site's pages include (no front matter, in an includes folder), not a page"
+        )
+    return parse_markdown(data, budget, markup=markup)
 
 
 INLINE_RULES = (
@@ -217,11 +230,13 @@ def _inline_parser() -> MarkdownIt:
     return MarkdownIt("zero").enable(list(INLINE_RULES))
 
 
-def plain_inline(text: str) -> str:
+def plain_inline(text: str, markup: Markup = PLAIN) -> str:
     """A stretch of Markdown as a reader sees it: emphasis, links, images and inline HTML reduced
     to their text, code spans kept in backticks, headings' attribute lists left out. For snippets:
     a word bold in the source would otherwise come out as `****word****` once marked. The stretch
-    may start or end anywhere (a search snippet's window): a `**` left unpaired by the cut goes too."""
+    may start or end anywhere (a search snippet's window): a `**` left unpaired by the cut goes too.
+    The site generator's own syntax (`markup`: shortcodes, containers) is left out first."""
+    text = markdown_window(text, markup)
     lines = []
     for line in text.split("\n"):
         if line.rstrip(" \t").endswith("}"):
@@ -252,13 +267,14 @@ def plain_inline(text: str) -> str:
 
 
 def _titled(raw: str) -> str:
-    """A heading's text as its title: a trailing attribute list left out (heading_attributes)."""
+    """A heading's text without a trailing attribute list (heading_attributes)."""
     return heading_attributes(raw)[0] if "{" in raw else raw
 
 
-def markdown_headings(body: str) -> list[tuple[int, int, str]]:
-    """(start, level, raw text) of every ATX and setext heading outside fenced code, in order; a
-    heading's trailing attribute list (`{ #id }`) is not part of its text."""
+def markdown_headings(body: str, markup: Markup = PLAIN) -> list[tuple[int, int, str]]:
+    """(start, level, text) of every ATX and setext heading outside fenced code, in order, each as
+    the page shows it: a trailing attribute list (`{ #id }`), inline markup and the generator's
+    syntax are not part of its text (markup.markdown_headings_shown)."""
     found: list[tuple[int, int, str]] = []
     for start, end in _outside_fences(body):
         atx = [
@@ -268,9 +284,11 @@ def markdown_headings(body: str) -> list[tuple[int, int, str]]:
         found += [heading for heading in atx if heading[2]]
         setext = _SETEXT.finditer(body, start, end)
         found += [(m.start(), 1 if m.group(2)[0] == "=" else 2, _titled(m.group(1))) for m in setext]
-    return sorted(found)
+    found.sort()
+    shown = markdown_headings_shown([text for _, _, text in found], markup)
+    return [(start, level, text) for (start, level, _), text in zip(found, shown, strict=True)]
 
 
-def outline(body: str) -> tuple[Heading, ...]:
+def outline(body: str, markup: Markup = PLAIN) -> tuple[Heading, ...]:
     """The outline of a Markdown text, found again from the text alone."""
-    return outline_of_headings(markdown_headings(body))
+    return outline_of_headings(markdown_headings(body, markup))

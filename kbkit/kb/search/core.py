@@ -87,8 +87,10 @@ def search(
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=share)
             ranked = ranking.exact(ranked, query)
             ranked, _ = translations.fold(ranked, translations.query_languages(query))
-            hits, folded = ranking.fold(ranked) if ranking.on("near copies") else (ranked, {})
-            hits = hits[:limit]
+            if ranking.on("near copies"):
+                hits, folded = ranking.fold(conn, ranked, limit)
+            else:
+                hits, folded = ranked[:limit], {}
             translated = translations.other_languages(conn, hits, limit)
             targets = naming.targets(query)
             best |= naming.chosen(pool_passages, [hit.doc_id for hit in hits], targets)
@@ -101,7 +103,7 @@ def search(
                 unnamed = [hit for hit in hits if hit.doc_id not in named]
                 windows = dense.passage_cosines(query, [hit.doc_id for hit in unnamed])
                 best |= fusion.vector_passages(conn, compiled.match, unnamed, best, windows, pool_passages)
-            shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs))
+            shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs), registry)
             also = results.other_sections(pool_passages, best, [hit.doc_id for hit in hits])
     except SqliteError as exc:
         if deadline.expired:

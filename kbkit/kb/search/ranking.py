@@ -1,11 +1,13 @@
 """The lexical ranking: BM25 over weighted fields plus each document's best passage, the reference
-prior, the pages the query names exactly first, and copies of a page folded into the best-ranked
-one. Each rule can be left out for measuring (`rules_off`)."""
+prior, the pages the query names exactly first, and near-copies of a page (by content) folded
+into the best-ranked one. Each rule can be left out for measuring (`rules_off`)."""
 
 from __future__ import annotations
 
+import bisect
 import math
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -162,23 +164,132 @@ def referenced(conn: sqlite3.Connection, ranked: list[Ranked], *, keywords: bool
     return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
 
 
-def fold(ranked: list[Ranked]) -> tuple[list[Ranked], dict[int, list[str]]]:
-    """Keep the best-ranked of each set of near-copies: the same file name and title in another
-    folder (`linux/df.md`, `osx/df.md`), or the same bytes. Returns the kept hits, in order, and
-    for each the paths folded into it."""
+NEAR_COPY = 0.9
+"""Two documents are near-copies when at least this share of their word shingles is shared (Jaccard):
+a page copied with a word or a link changed, never two pages that only share a file name and
+title (`go/getting-started.md`, `rust/getting-started.md`; docs/adr/0064)."""
+SHINGLE_WORDS = 3
+"""Words in a shingle: one changed word changes at most this many shingles."""
+SKETCH = 8
+"""A document's smallest shingle hashes stand for it when its near-copies are looked for (two texts
+sharing 90% of their shingles share nearly all of these): a hit is compared in full only with the
+kept hits sharing one (MinHash's bottom-k sketch)."""
+COMPARED_CHARS = 4000
+"""The characters compared at each end of a document (its opening and its close): a search compares
+a few pages, never whole manuals (documents whose stored texts differ in size by more than
+NEAR_COPY allows never are)."""
+
+
+def shingles(text: str) -> frozenset[int]:
+    """The hashes of `text`'s runs of SHINGLE_WORDS words (lower case), or of its words when fewer."""
+    words = text.lower().split()
+    if len(words) < SHINGLE_WORDS:
+        return frozenset({hash(tuple(words))})
+    return frozenset(map(hash, zip(*(words[i:] for i in range(SHINGLE_WORDS)), strict=False)))
+
+
+def near_copies(first: frozenset[int], second: frozenset[int]) -> bool:
+    """Whether two shingle sets share at least NEAR_COPY of their union."""
+    if min(len(first), len(second)) < NEAR_COPY * max(len(first), len(second)):
+        return False
+    return len(first & second) >= NEAR_COPY * len(first | second)
+
+
+def fold(
+    conn: sqlite3.Connection, ranked: list[Ranked], limit: int
+) -> tuple[list[Ranked], dict[int, list[str]]]:
+    """The first `limit` hits that are not near-copies of a hit ranked above them: the same bytes,
+    or text whose shingles mostly agree (NEAR_COPY), whatever their names and titles. Returns the
+    kept hits, in order, and for each the paths folded into it. Only documents of nearly the same
+    size are compared, and only their ends (COMPARED_CHARS): a few reads per search."""
+    sizes = _text_sizes(conn, [hit.doc_id for hit in ranked])
+    texts = _Ends(conn, [hit.doc_id for hit in ranked], sizes)
     kept: list[Ranked] = []
     folded: dict[int, list[str]] = {}
-    owner: dict[object, int] = {}
+    by_bytes: dict[str, int] = {}
+    order: dict[int, int] = {}  # doc_id -> its place among the kept hits
+    by_size: list[tuple[int, int]] = []  # (text size, doc_id) of the kept hits, in order of size
+    by_sketch: dict[int, list[int]] = {}  # a shingle among a kept hit's SKETCH smallest -> those hits
     for hit in ranked:
-        keys = (("name", hit.path.rsplit("/", 1)[-1].lower(), hit.title.strip().lower()), ("sha", hit.sha256))
-        first = next((owner[key] for key in keys if key in owner), None)
+        if len(kept) >= limit:
+            break
+        first = by_bytes.get(hit.sha256)
+        size = sizes.get(hit.doc_id, 0)
+        mine: frozenset[int] = frozenset()
+        marks: list[int] = []
+        if first is None and texts.compared(hit.doc_id):
+            mine = texts.signature(hit.doc_id)
+            marks = sorted(mine)[:SKETCH]
+            low = bisect.bisect_left(by_size, (math.ceil(size * NEAR_COPY), -1))
+            high = bisect.bisect_right(by_size, (math.floor(size / NEAR_COPY), sys.maxsize))
+            sized = {doc_id for _, doc_id in by_size[low:high]}
+            sharing = {doc_id for shingle in marks for doc_id in by_sketch.get(shingle, ())}
+            alike = sorted(sized & sharing, key=lambda doc_id: order[doc_id])
+            first = next((doc_id for doc_id in alike if near_copies(mine, texts.signature(doc_id))), None)
         if first is not None:
             folded.setdefault(first, []).append(hit.path)
             continue
-        for key in keys:
-            owner[key] = hit.doc_id
+        by_bytes[hit.sha256] = hit.doc_id
+        order[hit.doc_id] = len(kept)
+        bisect.insort(by_size, (size, hit.doc_id))
+        for shingle in marks:
+            by_sketch.setdefault(shingle, []).append(hit.doc_id)
         kept.append(hit)
     return kept, folded
+
+
+class _Ends:
+    """The shingles of candidates' ends (COMPARED_CHARS), read when first compared, a batch at a time."""
+
+    BATCH = 16
+
+    def __init__(self, conn: sqlite3.Connection, doc_ids: list[int], sizes: dict[int, int]) -> None:
+        self.conn = conn
+        order = sorted(doc_ids, key=lambda doc_id: sizes.get(doc_id, 0))
+        alike = {
+            doc_id
+            for low, high in zip(order, order[1:], strict=False)
+            if sizes.get(low, 0) >= NEAR_COPY * sizes.get(high, 0)
+            for doc_id in (low, high)
+        }
+        self.pending = [doc_id for doc_id in doc_ids if doc_id in alike]
+        """The candidates with another of nearly their size, in rank order: the only ones compared."""
+        self.compared_ids = frozenset(self.pending)
+        self.signatures: dict[int, frozenset[int]] = {}
+
+    def compared(self, doc_id: int) -> bool:
+        """Whether another candidate is near `doc_id` in size: only then its text is read."""
+        return doc_id in self.compared_ids
+
+    def signature(self, doc_id: int) -> frozenset[int]:
+        if doc_id not in self.signatures:
+            batch = [doc_id, *(other for other in self.pending if other not in self.signatures)]
+            batch = batch[: self.BATCH]
+            ends = _ends(self.conn, batch)
+            self.signatures.update((other, shingles(ends.get(other, ""))) for other in batch)
+        return self.signatures[doc_id]
+
+
+def _text_sizes(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, int]:
+    sizes: dict[int, int] = {}
+    for start in range(0, len(doc_ids), 500):
+        ids = ",".join(str(doc_id) for doc_id in doc_ids[start : start + 500])
+        sizes.update(conn.execute(f"SELECT id, text_size FROM documents WHERE id IN ({ids})"))
+    return sizes
+
+
+def _ends(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, str]:
+    """doc_id -> the first and last COMPARED_CHARS characters of its indexed text (all of a short one)."""
+    found: dict[int, str] = {}
+    for start in range(0, len(doc_ids), 500):
+        ids = ",".join(str(doc_id) for doc_id in doc_ids[start : start + 500])
+        sql = (
+            f"SELECT rowid, CASE WHEN length(body) <= {2 * COMPARED_CHARS} THEN body ELSE "
+            f"substr(body, 1, {COMPARED_CHARS}) || ' ' || substr(body, -{COMPARED_CHARS}) END "
+            f"FROM documents_fts WHERE rowid IN ({ids})"
+        )
+        found.update((doc_id, text or "") for doc_id, text in conn.execute(sql))
+    return found
 
 
 def changelogs_demoted(ranked: list[Ranked]) -> list[Ranked]:

@@ -35,7 +35,7 @@ class Hit:
     snippet: str
     uri: str | None = None
     folded: list[str] = field(default_factory=list)
-    """Paths of near-copies of this hit (same file name and title, or same bytes) left out below it."""
+    """Paths of near-copies of this hit (the same bytes, or nearly the same text) left out below it."""
     translations: list[str] = field(default_factory=list)
     """Languages of this page's translations left out below it (the same path in that language's
     folder, or with that language's suffix; `default`: the copy without one)."""
@@ -121,7 +121,7 @@ def shaped(
         shown_translations += bool(hit.translations)
     if shown_folds:
         notes.append(
-            f"{shown_folds} near-copies (same file name and title, or same content) were folded into "
+            f"{shown_folds} near-copies (the same or nearly the same text) were folded into "
             "the hit ranked above them; each hit's `folded` lists them"
         )
     if shown_translations:

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Callable
 from itertools import islice
 
 from kbkit.kb import passages, segment
 from kbkit.kb.formats.markdown import plain_inline
+from kbkit.kb.formats.markup import rst_plain
+from kbkit.kb.formats.registry import Registry
 from kbkit.kb.search.query import rough_stem
 from kbkit.kb.search.ranking import Ranked
 
@@ -44,9 +47,15 @@ def marker(terms: tuple[str, ...], runs: tuple[str, ...] = ()) -> re.Pattern[str
     return re.compile("(?:" + "|".join(pattern for _, pattern in choices) + ")", re.IGNORECASE)
 
 
-def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) -> str:
-    """The stretch of `text` holding the most distinct matched words, as plain text (the
-    Markdown's own emphasis and attribute lists left out), marked **so**.
+Plain = Callable[[str], str]
+"""What a reader of the built page sees of a stretch of a document's text."""
+
+
+def snippet_window(
+    text: str | None, pattern: re.Pattern[str], fallback: str, plain: Plain = plain_inline
+) -> str:
+    """The stretch of `text` holding the most distinct matched words, as plain text (`plain`: the
+    Markdown's own emphasis and attribute lists, the site generator's syntax left out), marked **so**.
 
     `text` is at most SNIPPET_SCAN_CHARS long and at most MAX_MARKS matches are weighed; with no
     match in it (the words were in the title or file name), the page's opening or `fallback`
@@ -54,7 +63,7 @@ def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) ->
     text = text or ""
     marks = [(m.start(), m.end(), m.group(0).lower()) for m in islice(pattern.finditer(text), MAX_MARKS)]
     if not marks:
-        opening = " ".join(plain_inline(text[: SNIPPET_CHARS * 2]).split())
+        opening = " ".join(plain(text[: SNIPPET_CHARS * 2]).split())
         if not opening:
             return fallback
         return opening[:SNIPPET_CHARS] + ("…" if len(opening) > SNIPPET_CHARS else "")
@@ -77,7 +86,7 @@ def snippet_window(text: str | None, pattern: re.Pattern[str], fallback: str) ->
     stop = min(len(text), begin + SNIPPET_CHARS + 30)
     end = text.find(" ", stop, stop + EDGE_CHARS)
     end = stop if end < 0 else end
-    window = " ".join(marked(plain_inline(text[begin:end]), pattern).split())
+    window = " ".join(marked(plain(text[begin:end]), pattern).split())
     return ("…" if begin else "") + window + ("…" if end < len(text) else "")
 
 
@@ -99,13 +108,28 @@ def marked(text: str, pattern: re.Pattern[str]) -> str:
     return "".join(parts)
 
 
+def plain_reading(registry: Registry, ext: str) -> Plain:
+    """How a snippet of a document of extension `ext` is made plain: as reStructuredText when the
+    registry reads it so (`.rst`, a Sphinx site's `.txt`), else as Markdown in the site's syntax."""
+    if registry.reads_rst(ext):
+        return rst_plain
+    markup = registry.markup
+    return lambda text: plain_inline(text, markup)
+
+
 def snippets(
-    conn: sqlite3.Connection, hits: list[Ranked], best: dict[int, passages.Best], pattern: re.Pattern[str]
+    conn: sqlite3.Connection,
+    hits: list[Ranked],
+    best: dict[int, passages.Best],
+    pattern: re.Pattern[str],
+    registry: Registry | None = None,
 ) -> dict[int, str]:
     """doc_id -> the snippet of each hit, from its best passage (its description or title when the
-    words matched only there)."""
+    words matched only there), read as the registry reads its file type."""
     if not hits:
         return {}
+    registry = registry or Registry()
+    exts = {hit.doc_id: hit.ext for hit in hits}
     shown = [best[hit.doc_id].passage_id for hit in hits if hit.doc_id in best]
     texts = passages.texts(conn, shown, SNIPPET_SCAN_CHARS)
     sql = _FALLBACK_SQL.format(ids=",".join(str(hit.doc_id) for hit in hits))
@@ -113,5 +137,6 @@ def snippets(
     for rowid, title, description in conn.execute(sql):
         found = best.get(rowid)
         text = texts.get(found.passage_id) if found is not None else None
-        out[rowid] = snippet_window(text, pattern, description or title)
+        plain = plain_reading(registry, exts.get(rowid, ""))
+        out[rowid] = snippet_window(text, pattern, description or title, plain)
     return out
