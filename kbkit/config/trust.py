@@ -119,8 +119,8 @@ def _narrows(part: Part, record: Mapping[str, Any]) -> bool:
     """The part differs from the record only by dropping items from its `subsets` lists."""
     for key in dict.fromkeys([*part.values, *record]):
         now, before = part.values.get(key), record.get(key)
-        if key in part.subsets and isinstance(now, list) and isinstance(before, list):
-            if not set(map(str, now)) <= set(map(str, before)):
+        if key in part.subsets:  # a list the file no longer writes is an empty one
+            if not set(map(str, now or [])) <= set(map(str, before or [])):
                 return False
         elif now != before:
             return False

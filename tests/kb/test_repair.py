@@ -13,6 +13,7 @@ import pytest
 from kbkit.sync.render import kbkit_command as entry_command
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process as kbkit
+from tests.helpers.trust import trust_project
 
 DOCS = {
     f"notes/doc-{n:02}.md": f"# Note {n}\n\nThe guard sequence protects every read, note {n}.\n"
@@ -90,6 +91,7 @@ def test_paths_in_env_local_are_not_taken_for_secrets_but_a_secret_still_is(tmp_
     (root / "kbkit.toml").write_text(
         (root / "kbkit.toml").read_text() + 'remote_url = "https://kb.example/abcdefgh12345678/mcp"\n'
     )
+    trust_project(root)  # trusted, so sync would write it: the secret check is what refuses
     refused = kbkit("sync", "--root", str(root))
     assert refused.returncode == 2
     assert "would hold the value of SHARED_SECRET from .env.local" in refused.stderr

@@ -56,7 +56,7 @@ def test_a_page_titled_as_the_query_outranks_a_long_page_about_the_words(tmp_pat
 
 def test_a_file_named_as_the_query_outranks_a_page_about_the_words(tmp_path: Path) -> None:
     files = {
-        "error/boxing_errors.md": "# `Box`ing errors\n\nWrap each error in a box to keep the original.\n",
+        "error/boxing_errors.md": "# Wrapping failures\n\nWrap each error in a box to keep the original.\n",
         "scope/move.md": "# Moves\n\n" + mentions("boxing errors", 8),
         **{f"scope/page-{n}.md": f"# Page {n}\n\nSee [moves](move.md).\n" for n in range(8)},
         **NOTES,
