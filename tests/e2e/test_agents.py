@@ -177,6 +177,9 @@ NOTICES = (
 LINGER = 30
 """Seconds a check that never exits by itself (Grok CLI) runs before SIGTERM; its report is printed
 by then on any machine (it connects in about a second), and a later one fails the assertion."""
+pytestmark = pytest.mark.xdist_group("agents")
+"""One worker runs these one after another: two sets of fifteen CLIs at once starve a 2-core
+machine past the few seconds an agent gives its server (Qwen Code: 10 s)."""
 CONCURRENT = 3
 """CLIs run at once; Gemini CLI runs after them, alone: its `mcp list` gives a server 5 s."""
 UNANSWERED = ("Disconnected", "Failed to connect", "timed out", "connecting  [")  # last: droid
