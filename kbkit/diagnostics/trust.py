@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from kbkit.config import ENV_FILE, LOCAL_CONFIG_FILE, Settings
 from kbkit.config import trust as rule
-from kbkit.config.settings import TRUST_COMMAND
 from kbkit.diagnostics.base import Context, Finding, ok
 from kbkit.errors import ConfigError
 from kbkit.skills import trust as skills_trust
@@ -111,6 +110,3 @@ def _private(settings: Settings) -> list[Finding]:
             )
         ]
     return []
-
-
-__all__ = ["TRUST_COMMAND", "Review", "allow", "check_trust", "review"]

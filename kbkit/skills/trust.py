@@ -40,7 +40,7 @@ def lock_part(root: Path, extra: tuple[str, ...] = ()) -> Part | None:
         return None
     tracked = LOCK_FILE in repo.tracked(root, [LOCK_FILE])
     values = {"sources": sorted(keys)}
-    return Part(KEY, f"{LOCK_FILE}'s sources", values, tracked, LOCK_FILE, ("sources",), root)
+    return Part(KEY, "the skill sources", values, tracked, LOCK_FILE, ("sources",), root)
 
 
 def waiting(root: Path) -> tuple[Pending | None, set[str]]:
@@ -63,5 +63,5 @@ def allow_added(root: Path, entries: list[LockEntry]) -> None:
         return
     record = recorded(root).get(KEY)
     before = tuple(record.get("sources", [])) if isinstance(record, dict) else ()
-    part = Part(KEY, LOCK_FILE, {"sources": sorted({*before, *added})}, root=root)
+    part = Part(KEY, "the skill sources", {"sources": sorted({*before, *added})}, root=root)
     allow(root, [part])
