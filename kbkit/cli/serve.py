@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kbkit.cli.common import RootOption, open_kb
 from kbkit.errors import ExitCode, InputError
+
+if TYPE_CHECKING:
+    from kbkit.kb.base import KnowledgeBase
 
 
 def serve(
@@ -44,6 +47,7 @@ def serve(
     settings, kb = open_kb(root, deferred=True)  # the index is opened in the background (docs/adr/0012)
     sock = None
     interrupted = False
+    parts: list[KnowledgeBase] = []  # with restricted folders over HTTP, one index per part
     try:
         plan = None
         if http:
@@ -56,7 +60,11 @@ def serve(
             plan = replace(plan, port=sock.getsockname()[1])
         attach_memory = plan is None or settings.http.memory
         watch = settings.watch and not no_watch
-        server = create_server(kb, attach_memory=attach_memory, watch=watch, report=say)
+        if plan is not None and settings.restricted.names:  # one index per part (docs/adr/0068)
+            kb.close()
+            parts = type(kb).partitioned(settings)
+            kb = parts[0]
+        server = create_server(parts or kb, attach_memory=attach_memory, watch=watch, report=say)
         lines = boot_lines(
             settings,
             transport="http" if plan else "stdio",
@@ -67,7 +75,8 @@ def serve(
             memory=memory_line(settings, server.memory, over_http=plan is not None),
             search=kb.describe_search()[1],
         )
-        kb.embed_in_background(log=say)
+        for part in parts or [kb]:
+            part.embed_in_background(log=say)
         checks = run_checks(settings.root, settings=settings, only_boot=True)
         lines += [finding.line() for finding in checks if finding.status != "ok"]
         if plan is None and sys.stdin.isatty():  # started by hand: say what it is waiting for
@@ -91,7 +100,8 @@ def serve(
     finally:
         if sock is not None:
             sock.close()
-        kb.close()
+        for part in parts or [kb]:
+            part.close()
     if plan is not None:
         say("stopped: in-flight requests finished, index closed")
     elif interrupted:

@@ -33,6 +33,7 @@ from kbkit.catalog.agents import resolve
 from kbkit.catalog.clients import DEFAULT_CLIENTS, TOKEN_VAR
 from kbkit.catalog.filetypes import FILE_TYPES
 from kbkit.config.fields import ClientNames, Invalid, Names, Seconds, Section, Text, key, known
+from kbkit.config.restricted import Restricted, check_restricted
 from kbkit.config.servers import TeamServer, server_names
 from kbkit.errors import UnknownAgent
 
@@ -330,6 +331,9 @@ class KbkitConfig(Section):
     servers: Annotated[dict[StrictStr, TeamServer], AfterValidator(server_names)] = Field(
         default_factory=dict
     )
+    restricted: Annotated[dict[StrictStr, Restricted], AfterValidator(check_restricted)] = Field(
+        default_factory=dict
+    )
 
     @model_validator(mode="after")
     def _no_clash(self) -> KbkitConfig:
@@ -384,8 +388,8 @@ def section_at(loc: tuple[str, ...]) -> type[Section] | None:
     if not loc:
         return KbkitConfig
     found = dict(sections())
-    if len(loc) == 2 and loc[0] == "servers":
-        return found.get(f"servers.{SERVER_PLACEHOLDER}")
+    if len(loc) == 2 and loc[0] in ("servers", "restricted"):
+        return found.get(f"{loc[0]}.{SERVER_PLACEHOLDER}")
     return found.get(".".join(loc))
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbkit.config.model import Http, Kb, KbkitConfig, Memory, Search, Server, Skills, Sync
+from kbkit.config.restricted import Folders
 from kbkit.config.servers import TeamServer
 
 CONFIG_FILE = "kbkit.toml"
@@ -112,6 +113,11 @@ class Settings:
     @property
     def search(self) -> Search:
         return self.config.search
+
+    @property
+    def restricted(self) -> Folders:
+        """The kb's restricted folders, `[restricted.<name>]`: who may read them over HTTP."""
+        return Folders.of(self.config.restricted)
 
     @property
     def servers(self) -> Mapping[str, TeamServer]:

@@ -13,13 +13,15 @@ belongs to a *part* (docs/adr/0063):
 | `servers.<name>` | a team server's command, url, env, headers, pre-approved tools, scripts |
 | `kb.path` | a kb folder outside the project (anything the account can read would be served) |
 | `server.http` | bind address, allowed hosts and origins, who may sign in (`AUTH_KEYS`) |
+| `restricted` | who may read each restricted folder of the kb over HTTP (kbkit/config/restricted.py) |
 | `skills` | the sources skills-lock.json fetches from (kbkit/skills/trust.py) |
 
 `kbkit trust` records the values of each part, by project, outside the repository
 (`$XDG_STATE_HOME/kbkit/trust.json`, else `~/.local/state/kbkit/trust.json`, mode 0600). A part
 whose values differ from the record waits: its last trusted values stay in use where they still
 hold, else it is off, and one line names it and the command to review it. A change that only
-narrows (fewer pre-approved tools, fewer sources) applies at once. A part that no tracked file
+narrows (fewer pre-approved tools, fewer sources, a folder restricted or a reader removed) applies
+at once. A part that no tracked file
 sets is the member's own and needs nothing. `load_settings` applies this to every `Settings` it
 returns, so no command can act on a value the member has not allowed.
 """
@@ -29,12 +31,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kbkit.config.repo import fingerprint
+from kbkit.config.restricted import narrowest, narrows
 from kbkit.config.settings import CONFIG_FILE, LOCAL_CONFIG_FILE, TRUST_COMMAND, Pending, Settings
 from kbkit.errors import ConfigError
 from kbkit.fsutil import atomic_write_text, read_text_file
@@ -56,6 +59,10 @@ class Part:
     subsets: tuple[str, ...] = ()
     """Keys holding lists that may shrink without new trust (a narrowing)."""
     root: Path = field(default=Path("."), compare=False)
+    narrowing: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] | None = field(
+        default=None, compare=False
+    )
+    """For a part whose narrowing is not a shrinking list: (now, trusted) -> only narrows."""
 
 
 def trust_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -104,6 +111,8 @@ def allow(root: Path, parts: Iterable[Part], environ: Mapping[str, str] | None =
 def judge(part: Part, record: Any) -> Pending | None:
     """What of `part` waits, given what was trusted (`record`, None if never); None when nothing."""
     if not part.tracked or record == part.values:
+        return None
+    if part.narrowing is not None and part.narrowing(part.values, record if isinstance(record, dict) else {}):
         return None
     if isinstance(record, dict) and _narrows(part, record):
         return None
@@ -172,6 +181,18 @@ def config_parts(settings: Settings) -> list[Part]:
         prefixes = [f"servers.{name}.{key}" for key in SERVER_KEYS]
         parts.append(
             _part(settings, f"servers.{name}", f"[servers.{name}]", prefixes, values, subsets=("preapprove",))
+        )
+    if settings.config.restricted and settings.tracked("restricted"):
+        values = {name: _json(table.model_dump()) for name, table in settings.config.restricted.items()}
+        parts.append(
+            _part(
+                settings,
+                "restricted",
+                "[restricted] (who may read which folders)",
+                ["restricted"],
+                values,
+                narrowing=narrows,
+            )
         )
     if not settings.kb_path.is_relative_to(settings.root):
         values = {"path": str(settings.kb_path)}
@@ -251,6 +272,8 @@ def _fall_back(config: Any, key: str, record: Mapping[str, Any] | None, settings
         keys = tuple(k for k in SERVER_KEYS if k not in _own(settings, key, SERVER_KEYS))
         servers = {**config.servers, name: _restored(config.servers[name], record, keys)}
         return config.model_copy(update={"servers": servers})
+    if key == "restricted":  # readers only both the trusted and the current tables allow
+        return config.model_copy(update={"restricted": narrowest(config.restricted, record or {})})
     return config  # memory and servers with no record stay as written: every use asks `waiting`
 
 

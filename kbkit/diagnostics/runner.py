@@ -10,6 +10,7 @@ from kbkit.config import Settings, load_settings
 from kbkit.diagnostics.auth import check_auth
 from kbkit.diagnostics.base import Check, Context, Finding
 from kbkit.diagnostics.environment import check_dependencies, check_python
+from kbkit.diagnostics.grants import check_grants
 from kbkit.diagnostics.http import check_http, check_remote
 from kbkit.diagnostics.memory import check_memory
 from kbkit.diagnostics.project import check_config, check_index, check_state_dir
@@ -101,6 +102,15 @@ CHECKS: list[Check] = [
         "the tokens file is a symlink, open to others or corrupt; or the identity provider does not answer",
         "the fix the finding names (e.g. chmod 600 .kbkit/tokens.json); `kbkit token list`",
         check_auth,
+    ),
+    Check(
+        "grants",
+        "someone is refused a document others read, or a restricted folder is read by whom it should not be",
+        "[restricted.<name>] decides who reads each restricted folder over HTTP; a grant may name a "
+        "token that does not exist, or OAuth sign-ins the server does not accept",
+        "the finding names each folder and its readers; fix [restricted.<name>] or create the token",
+        check_grants,
+        at_boot=True,
     ),
     Check(
         "remote",

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar, Unpack
 
 from kbkit.config import Settings
+from kbkit.config.restricted import PUBLIC
 from kbkit.errors import DocumentRefused, IndexUnavailable
 from kbkit.kb import documents, indexer, search, sites
 from kbkit.kb.documents import Document, IndexedDocument
@@ -26,9 +27,14 @@ _T = TypeVar("_T")
 
 
 class KnowledgeBase:
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(self, settings: Settings, store: Store, partition: str | None = None) -> None:
         self.settings = settings
         self.store = store
+        self.partition = partition
+        """None: the whole kb folder. Else the restricted folder this index holds alone, or PUBLIC
+        (everything outside them): the shared server keeps one index each (docs/adr/0068)."""
+        self.folders = settings.restricted
+        """The restricted folders this index was cut by (a change needs a new index)."""
         self.registry = Registry(settings.parsers, sites.markup_of(settings.kb_path))
         self.hybrid: Hybrid | None = None
         """The `semantic` extra's state when `[search] semantic = true` and it can run (else None)."""
@@ -61,6 +67,23 @@ class KnowledgeBase:
             return cls(settings, Store(settings.index_path))
         return cls(settings, Store.open(settings.index_path, deep=deep))
 
+    @classmethod
+    def partitioned(cls, settings: Settings) -> list[KnowledgeBase]:
+        """One deferred index for everything outside the restricted folders (first), then one per
+        restricted folder: each ranks with statistics of its own documents only."""
+        return [
+            cls(settings, Store(settings.state_dir / f"index.{_label(name)}.db"), name)
+            for name in (PUBLIC, *settings.restricted.names)
+        ]
+
+    def admits(self, path: str) -> bool:
+        """Whether `path` belongs to this index's part of the kb folder."""
+        return self.partition is None or self.folders.folder_of(path) == self.partition
+
+    def _rules(self) -> IgnoreRules:
+        rules = IgnoreRules.load(self.settings.kb_path, self.settings.exclude_dirs)
+        return rules if self.partition is None else rules.only(self.admits)
+
     def peek(self) -> Peek:
         """How many documents the index holds before it is opened (a server's boot line), bounded."""
         return self.store.peek()
@@ -82,7 +105,7 @@ class KnowledgeBase:
         stop: threading.Event | None = None,
     ) -> indexer.ScanReport:
         """Index what changed, holding the one-writer lock (other processes keep reading meanwhile)."""
-        rules = IgnoreRules.load(self.settings.kb_path, self.settings.exclude_dirs)
+        rules = self._rules()
         with self.store.writer(log=log, stop=stop):
             report = indexer.scan(
                 self.store, self.settings.kb_path, self.registry, rules, progress=progress, stop=stop
@@ -93,7 +116,7 @@ class KnowledgeBase:
 
     def stale(self) -> int:
         """Files a scan would add, reindex or drop, by stat alone: no lock taken, nothing read or written."""
-        rules = IgnoreRules.load(self.settings.kb_path, self.settings.exclude_dirs)
+        rules = self._rules()
         return indexer.count_stale(self.store, self.settings.kb_path, self.registry, rules)
 
     def embed(self, progress: indexer.ProgressFn | None = None) -> EmbedReport | None:
@@ -147,6 +170,7 @@ class KnowledgeBase:
         """Any file under the kb folder with a registered extension, indexed or not, except kbkit's
         own state; with `max_tokens`, the section at `offset` within that many tokens (kbkit/kb/reads.py)."""
         self._refuse_private(path)
+        self._refuse_outside(path)
         return documents.load_document(
             self.settings.kb_path, path, self.registry, offset=offset, max_tokens=max_tokens
         )
@@ -168,6 +192,14 @@ class KnowledgeBase:
                 raise DocumentRefused(
                     "private", f"{path!r} is kbkit's own state (tokens, index), which is never served"
                 )
+
+    def _refuse_outside(self, path: str) -> None:
+        """A path of another partition is, to this index's readers, a path that does not exist: the
+        same words as for a file that is not there, naming the part a missing folder would name."""
+        if self.admits(path):
+            return
+        shown = self.folders.withheld_prefix(path) if self.partition == PUBLIC else None
+        raise DocumentRefused("not-found", f"{shown or path!r} does not exist under the kb folder")
 
     def load_servable(self, path: str) -> Document:
         """Only what the resource listing offers: the guard sequence, bounded by the index."""
@@ -199,3 +231,7 @@ class KnowledgeBase:
             return fn(self.store.reader(), self.registry, *args, **kwargs)
         except SqliteError as exc:
             raise index_error(exc, "cannot read", self.store.path) from None
+
+
+def _label(partition: str) -> str:
+    return "public" if partition == PUBLIC else f"restricted-{partition}"

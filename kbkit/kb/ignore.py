@@ -10,7 +10,7 @@ file itself is bounded in size, pattern count and pattern length (docs/adr/0018)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pathspec
@@ -45,6 +45,14 @@ class IgnoreRules:
             return cls(exclude_dirs, lines)
         except ConfigError as exc:
             raise ConfigError(str(exc), file=str(path)) from None
+
+    admits: Callable[[str], bool] = staticmethod(lambda rel: True)
+    """Whether a file belongs in this index at all: a partition of the kb (a restricted folder, or
+    everything outside them) holds only its own files, and says nothing of the others."""
+
+    def only(self, admits: Callable[[str], bool]) -> IgnoreRules:
+        self.admits = admits
+        return self
 
     def skips_dir(self, rel: str, name: str) -> bool:
         """True when the folder at `rel` (relative to the kb root) is not descended into."""

@@ -178,6 +178,8 @@ def walk(
                 if book is not None and not book.lists(rel):
                     if excluded is not None:
                         excluded["unlisted chapters"] += 1
+                elif not rules.admits(rel):
+                    continue  # another partition's file: not even counted
                 elif not rules.skips_file(rel):
                     yield _Seen(rel, info.st_size, info.st_mtime_ns)
                 elif excluded is not None and rel != KBIGNORE:

@@ -8,7 +8,7 @@ schemas, and answers both protocol eras (2025-11-25 sessions, 2026-07-28 statele
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar, TypeVarTuple
 
@@ -21,13 +21,16 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from kbkit import __version__
+from kbkit.config.restricted import PUBLIC
 from kbkit.errors import IndexUnavailable
 from kbkit.kb.base import KnowledgeBase
 from kbkit.server import resources
+from kbkit.server.auth.audit import note_denied
 from kbkit.server.auth.scopes import may_use_memory
+from kbkit.server.grants import Library, Part, View
 from kbkit.server.live import LiveIndex
 from kbkit.server.memory import MemoryProxy, offered_names
-from kbkit.server.notify import Notifier
+from kbkit.server.notify import Notifier, reader_of
 from kbkit.server.skills import SkillShelf
 from kbkit.server.tools import KB_TOOLS, KbTool
 
@@ -70,7 +73,7 @@ class KbServer(Server[Any]):
 
 
 def create_server(
-    kb: KnowledgeBase,
+    kb: KnowledgeBase | Sequence[KnowledgeBase],
     *,
     attach_memory: bool = True,
     watch: bool = False,
@@ -80,14 +83,29 @@ def create_server(
 
     It indexes in the background from the moment it runs (docs/adr/0012): no scan is needed
     first. `report` receives later status lines (indexing finished, memory coming up or going
-    away) for stderr.
+    away) for stderr. Several indexes (`KnowledgeBase.partitioned`: a kb with restricted folders,
+    served over HTTP) are read through the guard (kbkit/server/grants.py): each request reads the
+    parts its principal may read.
     """
-    settings = kb.settings
+    kbs = [kb] if isinstance(kb, KnowledgeBase) else list(kb)
+    settings = kbs[0].settings
     tools = select_tools(settings.server_tools)
     declarations = [tool.declaration() for tool in tools.values()]
     notifier = Notifier()
     shelf = SkillShelf(settings.root)
-    live = LiveIndex(kb, notifier, watch=watch, report=report or (lambda line: None))
+    lives = [
+        LiveIndex(one, notifier, watch=watch, report=report or (lambda line: None), skills=not number)
+        for number, one in enumerate(kbs)
+    ]
+    library = Library(
+        [Part(one.partition or PUBLIC, one, live.indexing) for one, live in zip(kbs, lives, strict=True)]
+    )
+    notifier.may_read = library.may_read
+
+    def view(ctx: ServerRequestContext[Any]) -> View:
+        """What this request may read: the guard, once, for every way out."""
+        return library.view(reader_of(ctx), lambda folder: note_denied(ctx.request, folder))
+
     memory = None
     if attach_memory and settings.memory.configured:
         waiting = settings.waiting("memory")
@@ -121,7 +139,8 @@ def create_server(
 
     async def from_index(fn: Callable[..., T], *args: Any) -> T:
         """A request that reads the index: during the start-up scan it waits a little (docs/adr/0012)."""
-        await live.settled()
+        for live in lives:
+            await live.settled()
         return await in_thread(fn, *args)
 
     async def on_call_tool(
@@ -129,7 +148,8 @@ def create_server(
     ) -> types.CallToolResult:
         tool = tools.get(params.name)
         if tool is not None:
-            return await from_index(tool.call, kb, params.arguments, live.indexing)
+            readable = view(ctx)
+            return await from_index(tool.call, readable, params.arguments, readable.indexing)
         if memory is not None and memory.owns(params.name):
             return await memory.call(params.name, params.arguments)
         offered = [*tools, *(t.name for t in (memory.tools if memory else []))]
@@ -151,7 +171,7 @@ def create_server(
     async def on_list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return await from_index(resources.list_resources, kb, params.cursor if params else None, shelf)
+        return await from_index(resources.list_resources, view(ctx), params.cursor if params else None, shelf)
 
     async def on_list_resource_templates(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -161,7 +181,7 @@ def create_server(
     async def on_read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await from_index(resources.read_resource, kb, params.uri, shelf)
+        return await from_index(resources.read_resource, view(ctx), params.uri, shelf)
 
     async def on_list_prompts(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -177,14 +197,16 @@ def create_server(
     async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
         async with anyio.create_task_group() as group:
             await group.start(notifier.run)
-            group.start_soon(live.run)
+            for live in lives:
+                group.start_soon(live.run)
             if memory is not None and dynamic_tools:
                 await group.start(memory.run)
                 await memory.wait_first_attempt()
             try:
                 yield {}
             finally:
-                live.stop()
+                for live in lives:
+                    live.stop()
                 notifier.close()
                 group.cancel_scope.cancel()
 

@@ -46,9 +46,19 @@ SkillsStamp = tuple[tuple[str, int], ...]
 
 class LiveIndex:
     def __init__(
-        self, kb: KnowledgeBase, notifier: Notifier, *, watch: bool, report: Callable[[str], None]
+        self,
+        kb: KnowledgeBase,
+        notifier: Notifier,
+        *,
+        watch: bool,
+        report: Callable[[str], None],
+        skills: bool = True,
     ) -> None:
         self.kb = kb
+        self.part = kb.partition
+        """The part of the kb this index holds (None: all of it); its changes go to its readers only."""
+        self.skills = skills
+        """Whether this one also tells clients of installed skills changing (one index of several does)."""
         self.notifier = notifier
         self.watch = watch
         self.report = report
@@ -224,7 +234,7 @@ class LiveIndex:
         partial batch of the start-up scan, requests stop waiting for the rest."""
         if partial:
             self._flag("ready").set()
-            await self.notifier.resources_changed()
+            await self.notifier.resources_changed(self.part)
 
     async def _scan(self) -> ScanReport:
         """One scan in a worker thread. While it runs it holds the writer lock, so every commit is
@@ -296,7 +306,7 @@ class LiveIndex:
         if version != self._version and not self._scans:
             self._version = version
             await self._publish_index_changes()
-        if skills != self._skills_stamp:
+        if self.skills and skills != self._skills_stamp:
             self._skills_stamp = skills
             await self.notifier.prompts_changed()
             await self.notifier.resources_changed()
@@ -310,9 +320,9 @@ class LiveIndex:
         self._snapshot = after
         updated = [path for path in before if before[path] != after.get(path)]
         if before.keys() != after.keys() or any(before[p][1:] != after[p][1:] for p in updated if p in after):
-            await self.notifier.resources_changed()
+            await self.notifier.resources_changed(self.part)
         for path in sorted(updated):
-            await self.notifier.resource_updated(doc_uri(path))
+            await self.notifier.resource_updated(doc_uri(path), self.part)
 
     def _read_snapshot(self) -> Snapshot:
         """Servable documents: path -> (sha256, title, size). What a client could see change."""

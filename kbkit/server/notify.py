@@ -6,6 +6,11 @@ on the bus reaches them and never waits for one of them. 2025-11-25 sessions get
 notifications on their connection; `Notifier.track` (a server middleware) remembers the
 connection of every handshake-era request (weakly: a closed connection is forgotten).
 
+With restricted folders (kbkit/server/grants.py) a change is heard only by whom may read the part
+of the kb it happened in: `may_read` is asked for each connection and each listen stream at each
+event, with the principal as it is then, so a grant revoked while a stream is open stops the
+stream hearing of that folder from the next event on.
+
 A 2025-11-25 client that stops reading its notification stream blocks every send to it. So each
 such connection gets its own outbox, drained by its own task: a publisher only appends, never
 waits, and a connection that falls OUTBOX_SIZE notifications behind (or whose send fails) is
@@ -17,6 +22,8 @@ from __future__ import annotations
 import logging
 import weakref
 from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -30,10 +37,14 @@ from mcp.server.subscriptions import (
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated,
+    ServerEvent,
     ToolsListChanged,
 )
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from kbkit.config.restricted import Reader
+from kbkit.server.auth.gate import caller_of
 
 logger = logging.getLogger("kbkit.notify")
 
@@ -47,6 +58,50 @@ MAX_LISTEN_STREAMS = 256
 """`subscriptions/listen` streams open at once, over all 2026-07-28 clients."""
 MAX_LISTEN_PER_PRINCIPAL = 16
 """Listen streams one principal (whom the HTTP gate named) may hold at once: nobody takes them all."""
+
+
+MayRead = Callable[[Reader | None, str | None], bool]
+"""(the principal, the part of the kb a change happened in, None for none) -> it may hear of it."""
+
+
+@dataclass(frozen=True)
+class InPart:
+    """A change in one part of the kb (kbkit/server/grants.py): only its readers hear of it."""
+
+    part: str
+
+
+@dataclass(frozen=True)
+class PartListChanged(ResourcesListChanged, InPart):
+    pass
+
+
+@dataclass(frozen=True)
+class PartResourceUpdated(ResourceUpdated, InPart):
+    pass
+
+
+class _ReaderBus:
+    """The notifier's bus as one listen stream's principal may hear it (asked at every event)."""
+
+    def __init__(self, bus: InMemorySubscriptionBus, reader: Reader | None, may_read: MayRead) -> None:
+        self._bus, self._reader, self._may_read = bus, reader, may_read
+
+    async def publish(self, event: ServerEvent) -> None:
+        await self._bus.publish(event)
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        def heard(event: ServerEvent) -> None:
+            if self._may_read(self._reader, event.part if isinstance(event, InPart) else None):
+                listener(event)
+
+        return self._bus.subscribe(heard)
+
+
+def reader_of(ctx: ServerRequestContext[Any, Any]) -> Reader | None:
+    """Who sent the request, as the guard sees it; None without a gate (stdio: the member)."""
+    caller = caller_of(ctx.request)
+    return None if caller is None else caller.reader
 
 
 def principal_of(ctx: ServerRequestContext[Any, Any]) -> str:
@@ -68,8 +123,11 @@ class _Outbox:
 class Notifier:
     def __init__(self) -> None:
         self.bus = InMemorySubscriptionBus()
-        self._listen = ListenHandler(self.bus, max_subscriptions=MAX_LISTEN_STREAMS)
+        self.may_read: MayRead = lambda reader, part: True
+        """Set by the server factory from its library of parts (kbkit/server/grants.py)."""
+        self._streams: set[ListenHandler] = set()
         self._connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._readers: weakref.WeakKeyDictionary[Connection, Reader | None] = weakref.WeakKeyDictionary()
         self._subscriptions: weakref.WeakKeyDictionary[Connection, set[str]] = weakref.WeakKeyDictionary()
         self._outboxes: weakref.WeakKeyDictionary[Connection, _Outbox] = weakref.WeakKeyDictionary()
         self._group: TaskGroup | None = None
@@ -91,26 +149,33 @@ class Notifier:
         if ctx.method == "initialize" or ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
             # ctx.session is a per-request proxy; its connection is what lives as long as the
             # client does. The SDK's own (not yet wired) `Context.connection` exposes the same.
-            self._connections.add(ctx.session._connection)  # noqa: SLF001
+            connection = ctx.session._connection  # noqa: SLF001
+            self._connections.add(connection)
+            self._readers[connection] = reader_of(ctx)
         return await call_next(ctx)
 
     async def tools_changed(self) -> None:
         await self.bus.publish(ToolsListChanged())
         await self._each_session("send_tool_list_changed")
 
-    async def resources_changed(self) -> None:
-        await self.bus.publish(ResourcesListChanged())
-        await self._each_session("send_resource_list_changed")
+    async def resources_changed(self, part: str | None = None) -> None:
+        await self.bus.publish(ResourcesListChanged() if part is None else PartListChanged(part=part))
+        await self._each_session("send_resource_list_changed", part)
 
     async def prompts_changed(self) -> None:
         await self.bus.publish(PromptsListChanged())
         await self._each_session("send_prompt_list_changed")
 
-    async def resource_updated(self, uri: str) -> None:
-        await self.bus.publish(ResourceUpdated(uri=uri))
+    async def resource_updated(self, uri: str, part: str | None = None) -> None:
+        await self.bus.publish(
+            ResourceUpdated(uri=uri) if part is None else PartResourceUpdated(uri=uri, part=part)
+        )
         for connection, uris in list(self._subscriptions.items()):
-            if uri in uris:
+            if uri in uris and self._hears(connection, part):
                 await self._post(connection, "send_resource_updated", uri)
+
+    def _hears(self, connection: Connection, part: str | None) -> bool:
+        return self.may_read(self._readers.get(connection), part)
 
     async def subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
@@ -157,17 +222,23 @@ class Notifier:
                 f"{who.partition(':')[2] or who} already holds {held} subscriptions/listen streams, the most "
                 f"one principal may ({MAX_LISTEN_PER_PRINCIPAL}); close one first",
             )
+        if sum(self._listening.values()) >= MAX_LISTEN_STREAMS:
+            raise MCPError(types.INTERNAL_ERROR, "Subscription limit reached")
+        handler = ListenHandler(_ReaderBus(self.bus, reader_of(ctx), self.may_read), max_subscriptions=1)
         self._listening[who] = held + 1
+        self._streams.add(handler)
         try:
-            return await self._listen(ctx, params)
+            return await handler(ctx, params)
         finally:
+            self._streams.discard(handler)
             self._listening[who] -= 1
             if not self._listening[who]:
                 del self._listening[who]
 
-    async def _each_session(self, method: str) -> None:
+    async def _each_session(self, method: str, part: str | None = None) -> None:
         for connection in list(self._connections):
-            await self._post(connection, method)
+            if self._hears(connection, part):
+                await self._post(connection, method)
 
     async def _post(self, connection: Connection, method: str, *args: Any) -> None:
         """Queue one notification for `connection`; never waits for the client."""
@@ -217,4 +288,5 @@ class Notifier:
             outbox.pending.clear()
 
     def close(self) -> None:
-        self._listen.close()
+        for handler in list(self._streams):
+            handler.close()

@@ -18,10 +18,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
 from kbkit.errors import KbkitError
-from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import IndexedDocument, check_path, truncation_notice
 from kbkit.kb.formats.registry import ALL_PARSERS
 from kbkit.kb.uris import DOC_TEMPLATE, TOPIC_TEMPLATE, doc_uri, parse_doc_uri, parse_topic_uri
+from kbkit.server.grants import Readable
 from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
 from kbkit.server.skills import URI_PREFIX as SKILL_URI_PREFIX
 from kbkit.server.skills import URI_TEMPLATE as SKILL_TEMPLATE
@@ -33,7 +33,7 @@ TOPIC_LIMIT = 500
 
 
 def list_resources(
-    kb: KnowledgeBase, cursor: str | None, shelf: SkillShelf | None = None
+    kb: Readable, cursor: str | None, shelf: SkillShelf | None = None
 ) -> types.ListResourcesResult:
     """Documents in path order, PAGE_SIZE a page; the first page also carries the installed skills' files."""
     after = _decode_cursor(cursor) if cursor else None
@@ -77,7 +77,7 @@ def list_templates() -> types.ListResourceTemplatesResult:
     )
 
 
-def read_resource(kb: KnowledgeBase, uri: str, shelf: SkillShelf | None = None) -> types.ReadResourceResult:
+def read_resource(kb: Readable, uri: str, shelf: SkillShelf | None = None) -> types.ReadResourceResult:
     if shelf is not None and uri.startswith(SKILL_URI_PREFIX):
         return shelf.read(uri)
     try:
@@ -98,7 +98,7 @@ def read_resource(kb: KnowledgeBase, uri: str, shelf: SkillShelf | None = None) 
     )
 
 
-def _read_document(kb: KnowledgeBase, uri: str, path: str) -> types.ReadResourceResult:
+def _read_document(kb: Readable, uri: str, path: str) -> types.ReadResourceResult:
     doc = kb.load_servable(path)
 
     def result(text: str) -> types.ReadResourceResult:
@@ -126,7 +126,7 @@ def _room(rest: types.ReadResourceResult) -> int:
     return RESULT_LIMIT - result_size(rest) + encoded_size("")
 
 
-def _read_topic(kb: KnowledgeBase, uri: str, folder: str) -> types.ReadResourceResult:
+def _read_topic(kb: Readable, uri: str, folder: str) -> types.ReadResourceResult:
     if folder:
         check_path(folder)
     rows = kb.list_servable(folder=folder, limit=TOPIC_LIMIT + 1)

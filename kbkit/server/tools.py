@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kbkit.errors import KbkitError
 from kbkit.kb import reads
-from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, MAX_LIMIT, MIN_MAX_TOKENS
 from kbkit.kb.uris import doc_uri
+from kbkit.server.grants import Readable
 from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
 
 
@@ -100,7 +100,7 @@ IndexingNote = Callable[[], str | None]
 """How far a running scan has got ("indexing: 4,200 of 9,753 documents"), or None when none runs."""
 
 
-def _search(kb: KnowledgeBase, args: SearchArgs, indexing: IndexingNote) -> dict[str, Any]:
+def _search(kb: Readable, args: SearchArgs, indexing: IndexingNote) -> dict[str, Any]:
     pending = indexing()  # asked first: the search then covers at least what the note counts
     result = kb.search(
         args.query, limit=args.limit, path_prefix=args.path_prefix, max_tokens=args.max_tokens
@@ -116,7 +116,7 @@ def _search(kb: KnowledgeBase, args: SearchArgs, indexing: IndexingNote) -> dict
     return result
 
 
-def _get_document(kb: KnowledgeBase, args: GetDocumentArgs, indexing: IndexingNote) -> dict[str, Any]:
+def _get_document(kb: Readable, args: GetDocumentArgs, indexing: IndexingNote) -> dict[str, Any]:
     doc = kb.load(args.path, offset=args.offset, max_tokens=args.max_tokens)
     out: dict[str, Any] = {
         "path": doc.path,
@@ -194,7 +194,7 @@ class KbTool:
     description: str
     args: type[_Args]
     output: type[BaseModel]
-    run: Callable[[KnowledgeBase, Any, IndexingNote], dict[str, Any]]
+    run: Callable[[Readable, Any, IndexingNote], dict[str, Any]]
     reply: Callable[[dict[str, Any]], types.CallToolResult] = structured_reply
 
     def declaration(self) -> types.Tool:
@@ -210,7 +210,7 @@ class KbTool:
         )
 
     def call(
-        self, kb: KnowledgeBase, arguments: dict[str, Any] | None, indexing: IndexingNote = lambda: None
+        self, kb: Readable, arguments: dict[str, Any] | None, indexing: IndexingNote = lambda: None
     ) -> types.CallToolResult:
         """Run the tool; bad arguments and refusals come back as tool errors the model can read."""
         try:

@@ -451,8 +451,8 @@ def test_every_commented_example_in_the_starter_config_works_when_uncommented(tm
     text = starter_config()
     blocks = example_blocks(text)
     # the memory block, remote_url, allowed_hosts, allowed_origins, the oauth block, skills refs and
-    # a team server
-    assert len(blocks) == 7, blocks
+    # a team server, a restricted folder
+    assert len(blocks) == 8, blocks
     root = tmp_path / "p"
     (root / "docs").mkdir(parents=True)
     for first, last in blocks:

@@ -113,7 +113,7 @@ def search(
             ) from None
         raise index_error(exc, "the search could not run against", store.path) from None
 
-    result, notes = results.shaped(
+    result = results.shaped(
         hits,
         best=best,
         snippets=shown,
@@ -126,6 +126,6 @@ def search(
     )
     if not hits:
         with store.translated("the search could not run against"):
-            notes.append(results.why_empty(conn, compiled, prefix))
-    result.note = "; ".join(notes) or None
+            result.empty_note = results.why_empty(conn, compiled, prefix)
+        result.note = "; ".join([*([result.note] if result.note else []), result.empty_note])
     return result

@@ -4,7 +4,7 @@ why nothing was found or what was left out."""
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from kbkit.kb import passages
@@ -58,6 +58,13 @@ class SearchResult:
     note: str | None = None
     truncated: bool = False
     """True when `max_tokens` cut the list short of `limit` hits."""
+    top: float = 1.0
+    """The first hit's raw score, which every `score` is relative to (results of several indexes
+    are merged by it; never sent)."""
+    query_notes: list[str] = field(default_factory=list)
+    """What the query lost before it ran (never sent apart from `note`)."""
+    empty_note: str | None = None
+    """Why nothing was found, when nothing was (never sent apart from `note`)."""
 
     def to_dict(self) -> dict[str, Any]:
         hits = []
@@ -80,21 +87,12 @@ def shaped(
     servable: set[str],
     max_tokens: int | None,
     compiled: CompiledQuery,
-) -> tuple[SearchResult, list[str]]:
-    """The hits as served, scores relative to the first, cut where `max_tokens` runs out; and the
-    notes saying what was cut or folded."""
-    result = SearchResult()
-    notes = []
-    if compiled.dropped_terms:
-        notes.append(
-            f"the query was cut to its first {MAX_TERMS} distinct words "
-            f"({compiled.dropped_terms} more ignored)"
-        )
-    budget = max_tokens
+) -> SearchResult:
+    """The hits as served, scores relative to the first, cut where `max_tokens` runs out, and the
+    notes saying what was cut or folded (the caller adds why nothing was found)."""
     top = hits[0].score if hits and hits[0].score > 0 else 1.0
-    shown_folds = shown_translations = 0
-    for ranked_hit in hits:
-        hit = Hit(
+    served = [
+        Hit(
             path=ranked_hit.path,
             title=ranked_hit.title,
             score=round(ranked_hit.score / top, 3),
@@ -106,6 +104,31 @@ def shaped(
             translations=(translated or {}).get(ranked_hit.doc_id, []),
             also=(also or {}).get(ranked_hit.doc_id, []),
         )
+        for ranked_hit in hits
+    ]
+    query_notes = []
+    if compiled.dropped_terms:
+        query_notes.append(
+            f"the query was cut to its first {MAX_TERMS} distinct words "
+            f"({compiled.dropped_terms} more ignored)"
+        )
+    return within_budget(served, max_tokens, top=top, query_notes=query_notes)
+
+
+def within_budget(
+    hits: list[Hit],
+    max_tokens: int | None,
+    *,
+    top: float,
+    query_notes: list[str],
+    empty_note: str | None = None,
+) -> SearchResult:
+    """`hits` (best first) as far as `max_tokens` goes, with the notes saying what was cut or folded."""
+    result = SearchResult(top=top, query_notes=query_notes, empty_note=empty_note)
+    notes = list(query_notes)
+    budget = max_tokens
+    shown_folds = shown_translations = 0
+    for hit in hits:
         cost = estimate_tokens(hit.to_dict())
         if budget is not None and cost > budget and result.results:
             result.truncated = True
@@ -130,7 +153,28 @@ def shaped(
             "language where there is one, and `translations` lists the other languages (the same path "
             "in that language's folder, or with its suffix)"
         )
-    return result, notes
+    if not hits and empty_note:
+        notes.append(empty_note)
+    result.note = "; ".join(notes) or None
+    return result
+
+
+def merged(parts: list[SearchResult], limit: int, max_tokens: int | None) -> SearchResult:
+    """One result from the results of several indexes (the partitions a principal may read): the
+    best `limit` hits by raw score, scores relative to the new first, the budget applied again."""
+    if len(parts) == 1:
+        return parts[0]
+    scored = sorted(
+        ((hit.score * part.top, order, hit) for order, part in enumerate(parts) for hit in part.results),
+        key=lambda item: (-item[0], item[1]),
+    )[:limit]
+    top = scored[0][0] if scored and scored[0][0] > 0 else 1.0
+    hits = [replace(hit, score=round(raw / top, 3)) for raw, _, hit in scored]
+    notes = [part.empty_note for part in parts if part.empty_note]
+    empty = next(
+        (note for note in notes if note.startswith("no document contains")), notes[0] if notes else None
+    )
+    return within_budget(hits, max_tokens, top=top, query_notes=parts[0].query_notes, empty_note=empty)
 
 
 ALSO = 2

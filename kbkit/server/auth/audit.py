@@ -45,6 +45,8 @@ class Entry:
     status: int
     reply_bytes: int
     duration_ms: float
+    denied: tuple[str, ...] = ()
+    """Restricted folders this request tried to read without the grant (never a path or a text)."""
 
 
 class Audit:
@@ -130,6 +132,8 @@ class Audit:
         }
         if held:
             fields["refused_before_not_logged"] = held
+        if entry.denied:
+            fields["denied"] = list(entry.denied)
         if self.log_format == "json":
             return json.dumps({"event": "mcp_request", **fields}, separators=(",", ":"))
         what = f"{entry.method}:{entry.tool}" if entry.tool else entry.method
@@ -137,7 +141,22 @@ class Audit:
             f"[kbkit] audit {stamp} {entry.principal} ({entry.auth}) {what} {entry.status} "
             f"{entry.reply_bytes}B {fields['duration_ms']}ms"
         )
+        if entry.denied:
+            line += f" denied: no grant for {', '.join(f'[restricted.{name}]' for name in entry.denied)}"
         return line + (f" (+{held} refused not logged)" if held else "")
+
+
+DENIED = "kbkit.denied"
+"""The ASGI scope key where the server notes the restricted folders a request was refused."""
+
+
+def note_denied(request: object, folder: str) -> None:
+    """Say on this request's audit line that it asked for restricted folder `folder` without the grant."""
+    scope = getattr(request, "scope", None)
+    if isinstance(scope, dict):
+        denied = scope.setdefault(DENIED, [])
+        if folder not in denied:
+            denied.append(folder)
 
 
 def _stderr(line: str) -> None:

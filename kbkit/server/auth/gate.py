@@ -25,6 +25,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qs
@@ -35,7 +36,8 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kbkit.server.auth.audit import Audit, Entry, plain
+from kbkit.config.restricted import Reader
+from kbkit.server.auth.audit import DENIED, Audit, Entry, plain
 from kbkit.server.auth.oauth import JwtVerifier
 from kbkit.server.auth.scopes import MEMORY, granted
 from kbkit.server.auth.share import Shares
@@ -70,6 +72,13 @@ class Caller:
     """A personal token's SHA-256: what a revocation closes."""
     expires: float | None = None
     """When the credential stops being valid (epoch seconds): its streams end then."""
+    claims: Mapping[str, tuple[str, ...]] | None = None
+    """An OAuth token's string claims: what restricted folders grant by."""
+
+    @property
+    def reader(self) -> Reader:
+        """The principal as the guard of restricted folders sees it (kbkit/server/grants.py)."""
+        return Reader(self.kind, self.name, self.subject, self.claims)
 
     @property
     def key(self) -> str:
@@ -98,6 +107,22 @@ class GatePolicy:
     """Paths served without a token (/healthz, the protected resource metadata)."""
     shares: Shares | None = None
     """Each principal's share of sessions and listen streams (None: no per-principal bound)."""
+
+
+class CallerUser(AuthenticatedUser):
+    """The SDK's user for a request (it binds sessions by the access token), carrying the caller
+    the gate identified: the server's handlers read who asks from it (`caller_of`)."""
+
+    def __init__(self, caller: Caller, auth_info: AccessToken) -> None:
+        super().__init__(auth_info)
+        self.caller = caller
+
+
+def caller_of(request: Any) -> Caller | None:
+    """The caller behind a request (a Starlette request), or None without a gate (stdio)."""
+    scope = getattr(request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    return user.caller if isinstance(user, CallerUser) else None
 
 
 def subject_name(subject: str) -> str:
@@ -139,14 +164,15 @@ class AuthGate:
             )
             return
         caller = identified
-        user = AuthenticatedUser(
+        user = CallerUser(
+            caller,
             AccessToken(
                 token="",  # the SDK compares (client_id, iss, sub) for session owners; the token stays here
                 client_id=caller.key,
                 scopes=granted(caller.memory),
                 subject=caller.subject or caller.name,
                 claims={"iss": caller.issuer} if caller.issuer else None,
-            )
+            ),
         )
         scope["user"] = user
         method, tool = scope["method"], None
@@ -218,8 +244,9 @@ class AuthGate:
             if tracked and sid is not None:
                 gone = sent.status == 404 or (scope["method"] == "DELETE" and 200 <= sent.status < 300)
                 self.shares.end(sid, gone)
+            denied = tuple(scope.get(DENIED, ()))
             self.audit.record(
-                Entry(caller.name, caller.kind, method, tool, sent.status, sent.bytes, _ms(started))
+                Entry(caller.name, caller.kind, method, tool, sent.status, sent.bytes, _ms(started), denied)
             )
 
     async def _end_session(self, scope: Scope, sid: str, owner: Any) -> None:
@@ -329,6 +356,7 @@ class AuthGate:
                     issuer=policy.issuer,
                     subject=verdict.subject,
                     expires=verdict.expires,
+                    claims=verdict.claims,
                 )
         return _Refusal(401, "invalid_token", "the token was not accepted", self._metadata, self._scopes)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
@@ -77,6 +77,8 @@ class Verdict:
     scopes: frozenset[str] = frozenset()
     expires: float | None = None
     """The token's `exp` (epoch seconds): streams it opened end then."""
+    claims: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The claims with string values (or lists of them): what restricted folders grant by."""
 
 
 class Document(dict[str, Any]):
@@ -230,7 +232,23 @@ class JwtVerifier:
         if missing:
             return Verdict("scope", " ".join(self.policy.scopes), subject, scopes)
         exp = claims.get("exp")
-        return Verdict("ok", "", subject, scopes, float(exp) if isinstance(exp, int | float) else None)
+        expires = float(exp) if isinstance(exp, int | float) else None
+        return Verdict("ok", "", subject, scopes, expires, string_claims(claims))
+
+
+MAX_CLAIM_VALUES = 256
+"""Values kept of one claim (a group list): restricted folders grant by them, nothing else reads them."""
+
+
+def string_claims(claims: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Each claim whose value is a string or a list of strings, as a tuple, bounded."""
+    found: dict[str, tuple[str, ...]] = {}
+    for name, value in claims.items():
+        values = value if isinstance(value, list) else [value]
+        strings = tuple(v for v in values[:MAX_CLAIM_VALUES] if isinstance(v, str))
+        if strings:
+            found[name] = strings
+    return found
 
 
 def http_fetch(timeout: float = FETCH_TIMEOUT) -> Fetch:

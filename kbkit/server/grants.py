@@ -1,0 +1,158 @@
+"""Who may read what: the one guard every read of the kb passes (docs/adr/0068).
+
+A kb with restricted folders (`[restricted.<name>]`) is served over HTTP from one index per part:
+everything outside the restricted folders, and each restricted folder alone. A request reads
+through a `View`, the parts its principal may read, and nothing else exists for it: a search ranks
+with the statistics of those parts only (a word's rarity, a page's length, the links between
+pages, the near-copies and translations folded together), a path in a part it may not read is
+answered exactly as a path that is not there, a listing and its cursors never reach another part,
+and notifications come only from the parts it reads (kbkit/server/notify.py asks `may_read`).
+
+Over stdio, and over HTTP when no folder is restricted, there is one part, the whole kb folder,
+and every reader reads it: the server behaves as it did before grants existed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol, Unpack
+
+from kbkit.config.restricted import Folders, Reader
+from kbkit.errors import DocumentRefused
+from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.documents import Document, IndexedDocument, check_path
+from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, SearchOptions, SearchResult
+from kbkit.kb.search.results import merged
+
+Denied = Callable[[str], None]
+"""Told the restricted folder a request asked for without the grant (its audit line says so)."""
+
+
+class Readable(Protocol):
+    """What the kb tools and resources read through: a `View`, or one `KnowledgeBase`."""
+
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchResult: ...
+    def load(self, path: str, *, offset: int = 0, max_tokens: int | None = None) -> Document: ...
+    def load_servable(self, path: str) -> Document: ...
+    def servable(self, path: str) -> IndexedDocument | None: ...
+    def list_servable(
+        self, *, folder: str = "", after: str | None = None, limit: int | None = None
+    ) -> list[IndexedDocument]: ...
+
+
+@dataclass(frozen=True)
+class Part:
+    """One index of the kb and how far its scan has got."""
+
+    name: str
+    """PUBLIC, or the restricted folder it holds."""
+    kb: KnowledgeBase
+    indexing: Callable[[], str | None]
+
+
+class Library:
+    """Every part of the kb this server holds, and which of them a reader may read."""
+
+    def __init__(self, parts: list[Part]) -> None:
+        self.parts = parts
+        self.layout = parts[0].kb.folders
+        """The restricted folders the indexes were cut by."""
+
+    @property
+    def partitioned(self) -> bool:
+        return self.parts[0].kb.partition is not None
+
+    def folders(self) -> Folders:
+        """The restricted folders as the configuration says now (readers apply while serving)."""
+        return self.parts[0].kb.settings.restricted
+
+    def moved(self) -> bool:
+        """The restricted folders' paths changed since the indexes were cut: until a restart, a
+        document could sit in the wrong part, so nothing is served."""
+        return self.partitioned and _paths(self.folders()) != _paths(self.layout)
+
+    def readable(self, reader: Reader | None) -> frozenset[str]:
+        if not self.partitioned:
+            return frozenset(part.name for part in self.parts)
+        if self.moved():
+            return frozenset()
+        return self.folders().readable(reader) & {part.name for part in self.parts}
+
+    def may_read(self, reader: Reader | None, part: str | None) -> bool:
+        """Whether `reader` hears of changes in `part` (None: a change of no part, e.g. the skills)."""
+        return part is None or part in self.readable(reader)
+
+    def view(self, reader: Reader | None, denied: Denied = lambda folder: None) -> View:
+        names = self.readable(reader)
+        return View([part for part in self.parts if part.name in names], self, denied)
+
+
+class View:
+    """The parts one request may read, read as one kb."""
+
+    def __init__(self, parts: list[Part], library: Library, denied: Denied) -> None:
+        self.parts = parts
+        self.library = library
+        self.denied = denied
+
+    def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchResult:
+        if not self.parts:
+            return SearchResult(note=self.closed())
+        found = [part.kb.search(query, **options) for part in self.parts]
+        limit = options.get("limit", DEFAULT_LIMIT)
+        return merged(found, limit, options.get("max_tokens", DEFAULT_MAX_TOKENS))
+
+    def indexing(self) -> str | None:
+        return next((line for part in self.parts if (line := part.indexing()) is not None), None)
+
+    def load(self, path: str, *, offset: int = 0, max_tokens: int | None = None) -> Document:
+        return self._owner(path).load(path, offset=offset, max_tokens=max_tokens)
+
+    def load_servable(self, path: str) -> Document:
+        return self._owner(path).load_servable(path)
+
+    def servable(self, path: str) -> IndexedDocument | None:
+        try:
+            owner = self._owner(path)
+        except DocumentRefused:
+            return None
+        return owner.servable(path)
+
+    def list_servable(
+        self, *, folder: str = "", after: str | None = None, limit: int | None = None
+    ) -> list[IndexedDocument]:
+        """In path order across the parts read: each gives its first `limit` after `after`."""
+        rows = [
+            row
+            for part in self.parts
+            for row in part.kb.list_servable(folder=folder, after=after, limit=limit)
+        ]
+        rows.sort(key=lambda row: row.path)
+        return rows if limit is None else rows[:limit]
+
+    def _owner(self, path: str) -> KnowledgeBase:
+        """The index `path` belongs to, if this view reads it; else refused as a path not there."""
+        check_path(path)
+        if not self.parts:
+            raise DocumentRefused("not-found", self.closed())
+        if len(self.parts) == 1 and self.parts[0].kb.partition is None:
+            return self.parts[0].kb
+        name = self.library.layout.folder_of(path)
+        for part in self.parts:
+            if part.name == name:
+                return part.kb
+        self.denied(name)
+        public = self.library.parts[0].kb
+        public.load(path)  # raises the refusal a path that is not there gets
+        raise AssertionError("unreachable: the public index admits no restricted path")
+
+    def closed(self) -> str:
+        return (
+            "the server's restricted folders changed since it started; nothing is served until it "
+            "restarts (ask its operator)"
+        )
+
+
+def _paths(folders: Folders) -> dict[str, frozenset[str]]:
+    return {name: frozenset(table.paths) for name, table in folders.tables.items()}
