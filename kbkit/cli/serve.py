@@ -60,7 +60,7 @@ def serve(
             plan = replace(plan, port=sock.getsockname()[1])
         attach_memory = plan is None or settings.http.memory
         watch = settings.watch and not no_watch
-        if plan is not None and settings.restricted.names:  # one index per part (docs/adr/0068)
+        if plan is not None and settings.restricted.names:  # one index per part (docs/adr/0070)
             kb.close()
             parts = type(kb).partitioned(settings)
             kb = parts[0]

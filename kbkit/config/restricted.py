@@ -1,5 +1,5 @@
 """Restricted folders, `[restricted.<name>]`: parts of the kb only some principals of the shared
-server may read (docs/adr/0068).
+server may read (docs/adr/0070).
 
     [restricted.security]
     paths = ["runbooks/security/", "incidents/"]

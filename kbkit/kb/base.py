@@ -32,7 +32,7 @@ class KnowledgeBase:
         self.store = store
         self.partition = partition
         """None: the whole kb folder. Else the restricted folder this index holds alone, or PUBLIC
-        (everything outside them): the shared server keeps one index each (docs/adr/0068)."""
+        (everything outside them): the shared server keeps one index each (docs/adr/0070)."""
         self.folders = settings.restricted
         """The restricted folders this index was cut by (a change needs a new index)."""
         self.registry = Registry(settings.parsers, sites.markup_of(settings.kb_path))

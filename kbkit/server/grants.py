@@ -1,4 +1,4 @@
-"""Who may read what: the one guard every read of the kb passes (docs/adr/0068).
+"""Who may read what: the one guard every read of the kb passes (docs/adr/0070).
 
 A kb with restricted folders (`[restricted.<name>]`) is served over HTTP from one index per part:
 everything outside the restricted folders, and each restricted folder alone. A request reads

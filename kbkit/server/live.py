@@ -76,6 +76,9 @@ class LiveIndex:
         self._scans = 0
         """Scans of this process running now (a watcher's rescan may queue behind another)."""
         self._trouble: str | None = None
+        self._config_stamp = self._config_state()
+        """kbkit.toml and kbkit.local.toml as the settings in use were read (an edit before the
+        watcher is up is applied by the catch-up)."""
 
     def stop(self) -> None:
         """Let the scan and the watcher thread return now (cancelling alone would wait for them)."""
@@ -212,7 +215,21 @@ class LiveIndex:
     async def _catch_up(self) -> None:
         """One rescan once the watcher is up: edits made before it was registered are not lost."""
         await anyio.sleep(CATCH_UP_SECONDS)
+        if self._config_state() != self._config_stamp:
+            self._reload_settings()
         await self._rescan()
+
+    def _config_state(self) -> tuple[tuple[int, int] | None, ...]:
+        root = self.kb.settings.root
+        found: list[tuple[int, int] | None] = []
+        for name in (CONFIG_FILE, LOCAL_CONFIG_FILE):
+            try:
+                info = (root / name).stat()
+            except OSError:
+                found.append(None)
+                continue
+            found.append((info.st_mtime_ns, info.st_size))
+        return tuple(found)
 
     async def _rescan(self) -> None:
         await self._flag("booted").wait()  # the start-up scan first; this one then finds what came since
@@ -258,6 +275,7 @@ class LiveIndex:
         return report
 
     def _reload_settings(self) -> None:
+        self._config_stamp = self._config_state()
         try:
             settings = load_settings(self.kb.settings.root)
         except KbkitError as exc:

@@ -1,0 +1,291 @@
+"""Restricted folders over real HTTP, as an attacker holding a valid token would try them
+(docs/adr/0070): two principals, `alice` granted [restricted.security], `mallory` not. Every way
+out of the kb is tried as mallory, and each must say no more than it says of a folder that does
+not exist; alice reads it all."""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from tests.helpers.http import STOPPED, HttpServer, http_client, personal_tokens
+from tests.helpers.project import make_project
+from tests.helpers.serve import ERAS
+from tests.helpers.wait import eventually
+
+pytestmark = [pytest.mark.anyio, pytest.mark.processes]
+
+SECRET = "zanzibar"
+"""A word only the restricted folder holds."""
+FILES = {
+    "guide.md": "# Deployment guide\n\nHow we deploy the billing service with blue green rollouts.\n",
+    "runbooks/failover.md": "# Failover runbook\n\nSwitch the billing database to the replica.\n",
+    "security/incident-2026.md": (
+        f"# Incident review 2026\n\nThe {SECRET} breach of the billing database: how the replica leaked.\n"
+    ),
+    "security/keys.md": f"# Key rotation\n\nRotate the {SECRET} keys of the billing service every quarter.\n",
+}
+CONFIG = """[kb]
+path = "docs"
+
+[restricted.security]
+paths = ["security/"]
+tokens = ["alice"]
+"""
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Any:
+    root = make_project(tmp_path / "project", FILES, CONFIG)
+    alice, mallory = personal_tokens(root, "alice", "mallory")
+    (root / "docs" / "alias").symlink_to("security")  # links into the restricted folder
+    (root / "docs" / "alias.md").symlink_to("security/keys.md")
+    (root / "docs" / "security" / "linked.md").write_text(f"# Linked\n\n{SECRET} orchid\n", encoding="utf-8")
+    os.link(root / "docs" / "security" / "linked.md", root / "docs" / "linked-copy.md")
+    server = HttpServer(root, token=None, args=("--log-format", "json")).wait_ready()
+    try:
+        yield root, server, alice, mallory
+    finally:
+        assert server.stop() == STOPPED
+
+
+async def true(condition: Any) -> bool:
+    return bool(condition())
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@asynccontextmanager
+async def as_(server: HttpServer, token: str, mode: str) -> AsyncIterator[Client]:
+    async with http_client(server.url, mode, bearer(token)) as client:
+        yield client
+
+
+async def search(client: Client, query: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool("search", {"query": query, **args})
+    assert not result.is_error, result
+    data: dict[str, Any] = result.structured_content or {}
+    return data
+
+
+async def read_error(client: Client, path: str) -> str:
+    result = await client.call_tool("get_document", {"path": path})
+    assert result.is_error
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def everything(client: Client) -> list[str]:
+    listed, cursor = [], None
+    while True:
+        page = await client.list_resources(cursor=cursor)
+        listed += [str(r.uri) for r in page.resources]
+        cursor = page.next_cursor
+        if not cursor:
+            return listed
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_principal_without_the_grant_learns_nothing_of_a_restricted_folder(
+    served: Any, mode: str
+) -> None:
+    root, server, alice, mallory = served
+    async with as_(server, mallory, mode) as client:
+        # search: no hit, no count, no note naming it; the empty note is the one of a word nobody has
+        found = await search(client, SECRET)
+        assert found["results"] == []
+        assert (
+            found["note"] == f"no document contains any of the words: {SECRET}; try other words or synonyms"
+        )
+        billing = await search(client, "billing database replica")
+        paths = [hit["path"] for hit in billing["results"]]
+        assert paths and not any(path.startswith("security") for path in paths)
+        assert "security" not in json.dumps(billing)
+        prefixed = await search(client, "billing", path_prefix="security/")
+        nowhere = await search(client, "billing", path_prefix="nowhere/")
+        assert prefixed["note"] == nowhere["note"].replace("nowhere/", "security/")
+        # get_document: the same words as a folder that does not exist, for every spelling of the path
+        for path, shown in [
+            ("security/keys.md", "security"),
+            ("security/nothing-here.md", "security"),
+            ("Security/keys.md", "Security"),
+            ("SECURITY/keys.md", "SECURITY"),
+            (unicodedata.normalize("NFD", "security/keys.md"), "security"),
+        ]:
+            assert await read_error(client, path) == f"{shown!r} does not exist under the kb folder"
+        assert await read_error(client, "nowhere/keys.md") == "'nowhere' does not exist under the kb folder"
+        for path in (
+            "security/../security/keys.md",
+            "./security/keys.md",
+            "security//keys.md",
+            "/security/keys.md",
+        ):
+            assert "keys" not in (await read_error(client, path)).replace(path, "")
+        # resources: not listed, not readable, not in a topic
+        listed = await everything(client)
+        assert listed and not any("security" in uri for uri in listed)
+        for uri in ("kb://doc/security/keys.md", "kb://doc/security%2Fkeys.md", "kb://topic/security"):
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(uri)
+            assert SECRET not in str(refused.value) and "Key rotation" not in str(refused.value)
+        top = await client.read_resource("kb://topic/")
+        assert "security" not in top.contents[0].text  # type: ignore[union-attr]
+    audit = [json.loads(line) for line in server.stderr().splitlines() if line.startswith('{"event"')]
+    denied = [line for line in audit if line.get("denied")]
+    assert denied and all(
+        line["principal"] == "mallory" and line["denied"] == ["security"] for line in denied
+    )
+    assert SECRET not in server.stderr() and "keys.md" not in server.stderr()
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_the_granted_principal_reads_the_restricted_folder_and_the_rest(served: Any, mode: str) -> None:
+    root, server, alice, mallory = served
+    async with as_(server, alice, mode) as client:
+        found = await search(client, SECRET)
+        assert {hit["path"] for hit in found["results"]} == {"security/incident-2026.md", "security/keys.md"}
+        billing = await search(client, "billing database replica", limit=10)
+        paths = [hit["path"] for hit in billing["results"]]
+        assert "security/incident-2026.md" in paths and "runbooks/failover.md" in paths
+        assert billing["results"][0]["score"] == 1.0
+        document = await client.call_tool("get_document", {"path": "security/keys.md"})
+        assert not document.is_error and SECRET in document.content[1].text  # type: ignore[union-attr]
+        listed = await everything(client)
+        assert "kb://doc/security/keys.md" in listed and "kb://doc/guide.md" in listed
+        assert listed == sorted(listed, key=lambda uri: uri.removeprefix("kb://doc/"))
+
+
+async def test_ranking_statistics_come_from_what_the_principal_reads(served: Any) -> None:
+    """A word's rarity must not say how many restricted pages hold it: mallory's scores for a public
+    page are the same whether or not restricted pages use its words."""
+    root, server, alice, mallory = served
+    async with as_(server, mallory, "legacy") as client:
+        before = await search(client, "billing rotate quarter")
+    for number in range(20):
+        (root / "docs" / "security" / f"more-{number}.md").write_text(
+            "# Billing\n\nbilling billing rotate every quarter\n", encoding="utf-8"
+        )
+
+    async def indexed() -> bool:
+        async with as_(server, alice, "legacy") as granted:
+            hits = (await search(granted, "rotate quarter", limit=30))["results"]
+            return sum(1 + len(hit.get("folded", [])) for hit in hits) >= 21  # copies fold
+
+    await eventually(indexed, timeout=60)
+    async with as_(server, mallory, "legacy") as client:
+        after = await search(client, "billing rotate quarter")
+    assert after == before
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_change_in_a_restricted_folder_is_heard_only_by_its_readers(served: Any, mode: str) -> None:
+    root, server, alice, mallory = served
+    heard: dict[str, list[str]] = {"alice": [], "mallory": []}
+
+    async def listen(name: str, token: str, ready: anyio.Event) -> None:
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared.subscriptions import ResourceUpdated
+
+        async def on_message(message: Any) -> None:
+            method = getattr(getattr(message, "root", message), "method", None)
+            if isinstance(method, str):
+                heard[name].append(method)
+
+        uris = ["kb://doc/security/keys.md", "kb://doc/guide.md"]
+        async with (
+            httpx2.AsyncClient(headers=bearer(token), timeout=30) as http,
+            Client(
+                streamable_http_client(server.url, http_client=http),
+                mode=mode,
+                cache=None,
+                message_handler=on_message if mode == "legacy" else None,
+            ) as client,
+        ):
+            if mode == "legacy":
+                for uri in uris:
+                    await client.subscribe_resource(uri)
+                ready.set()
+                await anyio.sleep_forever()
+            async with client.listen(resources_list_changed=True, resource_subscriptions=uris) as events:
+                ready.set()
+                async for event in events:
+                    updated = isinstance(event, ResourceUpdated)
+                    heard[name].append(f"notifications/resources/{'updated' if updated else 'list_changed'}")
+
+    async with anyio.create_task_group() as group:
+        ready = [anyio.Event(), anyio.Event()]
+        group.start_soon(listen, "alice", alice, ready[0])
+        group.start_soon(listen, "mallory", mallory, ready[1])
+        for event in ready:
+            await event.wait()
+        await anyio.sleep(1)  # the watcher is registered: a change now is noticed
+        (root / "docs" / "security" / "keys.md").write_text("# Key rotation\n\nnew text\n", encoding="utf-8")
+        (root / "docs" / "security" / "new.md").write_text("# New\n\nrestricted\n", encoding="utf-8")
+        await eventually(lambda: true(lambda: "notifications/resources/updated" in heard["alice"]))
+        (root / "docs" / "guide.md").write_text("# Deployment guide\n\nchanged\n", encoding="utf-8")
+        await eventually(lambda: true(lambda: heard["mallory"].count("notifications/resources/updated") >= 1))
+        await eventually(lambda: true(lambda: heard["alice"].count("notifications/resources/updated") >= 2))
+        group.cancel_scope.cancel()
+    assert heard["mallory"].count("notifications/resources/updated") == 1
+    assert heard["mallory"].count("notifications/resources/list_changed") <= heard["alice"].count(
+        "notifications/resources/list_changed"
+    )
+
+
+async def test_a_grant_revoked_while_serving_applies_to_the_next_request(served: Any) -> None:
+    root, server, alice, mallory = served
+    async with as_(server, alice, "legacy") as client:
+        assert (await search(client, SECRET))["results"]
+        (root / "kbkit.toml").write_text(
+            CONFIG.replace('tokens = ["alice"]', "tokens = []"), encoding="utf-8"
+        )
+
+        async def revoked() -> bool:
+            return not (await search(client, SECRET))["results"]
+
+        await eventually(revoked, timeout=60)
+        assert await read_error(client, "security/keys.md") == "'security' does not exist under the kb folder"
+
+
+async def test_a_restricted_folder_moved_while_serving_closes_everything_until_a_restart(served: Any) -> None:
+    root, server, alice, mallory = served
+    (root / "kbkit.toml").write_text(
+        CONFIG.replace('"security/"', '"security/", "runbooks/"'), encoding="utf-8"
+    )
+    async with as_(server, mallory, "legacy") as client:
+
+        async def closed() -> bool:
+            return "restarts" in (await search(client, "failover")).get("note", "")
+
+        await eventually(closed, timeout=60)
+        assert "restarts" in await read_error(client, "runbooks/failover.md")
+
+
+async def test_cursors_of_another_principal_open_nothing(served: Any) -> None:
+    root, server, alice, mallory = served
+    for number in range(120):
+        (root / "docs" / "security" / f"page-{number:03}.md").write_text(f"# Page {number}\n\n{SECRET}\n")
+    async with as_(server, alice, "legacy") as client:
+
+        async def indexed() -> bool:
+            return len(await everything(client)) >= 120
+
+        await eventually(indexed, timeout=90)
+        page = await client.list_resources()
+        cursor = page.next_cursor
+        assert cursor is not None and any("security" in str(r.uri) for r in page.resources)
+    async with as_(server, mallory, "legacy") as client:
+        following = await client.list_resources(cursor=cursor)
+        assert not any("security" in str(r.uri) for r in following.resources)
