@@ -119,18 +119,26 @@ def shaped(
         result.results.append(hit)
         shown_folds += len(hit.folded)
         shown_translations += bool(hit.translations)
-    if shown_folds:
+    notes += legend(shown_folds, shown_translations)
+    return result, notes
+
+
+def legend(folds: int, translated: int) -> list[str]:
+    """The notes that explain the hits' `folded` and `translations` fields: a reader of the JSON
+    needs them; the text rendering, which says the same on each hit's own line, leaves them out."""
+    notes = []
+    if folds:
         notes.append(
-            f"{shown_folds} near-copies (the same or nearly the same text) were folded into "
+            f"{folds} near-copies (the same or nearly the same text) were folded into "
             "the hit ranked above them; each hit's `folded` lists them"
         )
-    if shown_translations:
+    if translated:
         notes.append(
-            f"{shown_translations} hits stand for translated pages: each is the copy in the query's "
+            f"{translated} hits stand for translated pages: each is the copy in the query's "
             "language where there is one, and `translations` lists the other languages (the same path "
             "in that language's folder, or with its suffix)"
         )
-    return result, notes
+    return notes
 
 
 ALSO = 2
