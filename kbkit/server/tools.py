@@ -3,14 +3,14 @@
 Each tool is one `KbTool`: its MCP declaration (schemas derived from the pydantic models
 below, so the schema and the validation cannot disagree), the function that runs it, and how
 its result goes on the wire: every reply fits one message of the transport (docs/adr/0017).
-`search` sends its result as structured content and as the same JSON in a text block, dropping
-hits that would not fit; `get_document` sends the document's text once, as its own text block
-after the JSON of everything else, cut where the reply would not fit.
+`search` sends its result as structured content and, for agents that read text, as a few plain
+lines a hit (kbkit/server/rendering.py), dropping hits that would not fit; `get_document` sends the
+document's text in its structured content and as its own text block after a line saying what the
+read holds, cut where the reply would not fit.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +23,8 @@ from kbkit.kb import reads
 from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, MAX_LIMIT, MIN_MAX_TOKENS
 from kbkit.kb.uris import doc_uri
 from kbkit.server.grants import Readable
-from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
+from kbkit.server.rendering import read_line, search_text
+from kbkit.server.replies import longest_fitting, result_size
 
 
 class _Args(BaseModel):
@@ -84,7 +85,8 @@ class GetDocumentArgs(_Args):
 
 
 class DocumentOutput(BaseModel):
-    # Everything about the text but the text, which is the result's last text block.
+    # The text is also the result's last text block: Claude Code and Codex hand their model only the
+    # structured content, Gemini CLI and opencode only the text blocks (docs/adr/0069).
     path: str
     uri: str = ""
     media_type: str
@@ -94,6 +96,7 @@ class DocumentOutput(BaseModel):
     offset: int
     next_offset: int = 0
     note: str = ""
+    text: str
 
 
 IndexingNote = Callable[[], str | None]
@@ -135,12 +138,9 @@ def _get_document(kb: Readable, args: GetDocumentArgs, indexing: IndexingNote) -
     return out
 
 
-def structured_reply(data: dict[str, Any]) -> types.CallToolResult:
-    """The result as structured content, and the same JSON as a text block for clients that read only text."""
-    return types.CallToolResult(
-        content=[types.TextContent(text=json.dumps(data, ensure_ascii=False))],
-        structured_content=data,
-    )
+def _search_result(data: dict[str, Any]) -> types.CallToolResult:
+    """The hits as structured content, and as plain lines for agents that hand the model the text."""
+    return types.CallToolResult(content=[types.TextContent(text=search_text(data))], structured_content=data)
 
 
 def _search_reply(data: dict[str, Any]) -> types.CallToolResult:
@@ -149,35 +149,33 @@ def _search_reply(data: dict[str, Any]) -> types.CallToolResult:
 
     def reply(count: int) -> types.CallToolResult:
         if count == len(hits):
-            return structured_reply(data)
+            return _search_result(data)
         cut = f"the reply holds {count} of {len(hits)} hits (the most one message carries); lower limit"
         note = f"{data['note']}; {cut}" if data.get("note") else cut
-        return structured_reply({**data, "results": hits[:count], "truncated": True, "note": note})
+        return _search_result({**data, "results": hits[:count], "truncated": True, "note": note})
 
     return reply(longest_fitting(len(hits), lambda count: result_size(reply(count))))
 
 
 def _document_reply(data: dict[str, Any]) -> types.CallToolResult:
-    """The text once, cut where the whole reply would outgrow one message."""
+    """The text in the structured content and in its own text block (agents read one or the other,
+    docs/adr/0069), cut where the whole reply would outgrow one message; the cut is said."""
     meta = {key: value for key, value in data.items() if key != "text"}
     text = data["text"]
-    largest = {**meta, "truncated": True, "next_offset": meta["offset"] + len(text)}
-    largest["note"] = _read_on(largest["next_offset"])
-    room = RESULT_LIMIT - result_size(_document_result(largest, "")) + encoded_size("")
-    shown = fit_text(text, room)
-    if len(shown) < len(text):
-        meta |= {"truncated": True, "next_offset": meta["offset"] + len(shown)}
-        meta["note"] = _read_on(meta["next_offset"])
-    return _document_result(meta, shown)
+
+    def reply(count: int) -> types.CallToolResult:
+        if count == len(text):
+            return _document_result(meta, text)
+        cut = meta | {"truncated": True, "next_offset": meta["offset"] + count}
+        return _document_result(cut | {"note": _read_on(cut["next_offset"])}, text[:count])
+
+    return reply(longest_fitting(len(text), lambda count: result_size(reply(count))))
 
 
 def _document_result(meta: dict[str, Any], text: str) -> types.CallToolResult:
     return types.CallToolResult(
-        content=[
-            types.TextContent(text=json.dumps(meta, ensure_ascii=False)),
-            types.TextContent(text=text),
-        ],
-        structured_content=meta,
+        content=[types.TextContent(text=read_line(meta)), types.TextContent(text=text)],
+        structured_content={**meta, "text": text},
     )
 
 
@@ -195,7 +193,7 @@ class KbTool:
     args: type[_Args]
     output: type[BaseModel]
     run: Callable[[Readable, Any, IndexingNote], dict[str, Any]]
-    reply: Callable[[dict[str, Any]], types.CallToolResult] = structured_reply
+    reply: Callable[[dict[str, Any]], types.CallToolResult]
 
     def declaration(self) -> types.Tool:
         return types.Tool(
@@ -247,7 +245,7 @@ KB_TOOLS: dict[str, KbTool] = {
                 "Read a file under the kb folder by its path (indexed or not). From a search hit's "
                 "offset it returns that section with its subsections; from 0 it reads the document "
                 "from the start. At most max_tokens of text; next_offset says where to read on. The "
-                "reply is a JSON block, then the text."
+                "reply is a line saying what the read holds, then the text."
             ),
             args=GetDocumentArgs,
             output=DocumentOutput,

@@ -11,6 +11,7 @@ import pytest
 
 from kbkit.kb.reads import DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS
 from kbkit.kb.tokens import estimate_tokens
+from kbkit.server.rendering import read_line, search_text
 from kbkit.server.tools import KB_TOOLS
 from tests.helpers.project import make_project
 from tests.helpers.serve import ERAS, bounded_session, document_text
@@ -53,11 +54,11 @@ async def test_search_then_get_document_from_the_hits_offset_reads_that_section_
         found = await client.call_tool("search", {"query": "keep header rows visible while scrolling"})
         hit = found.structured_content["results"][0]
         assert hit["path"] == "grid-class.md" and hit["section"] == "Grid Class > Grid::Freeze"
-        assert json.loads(found.content[0].text) == found.structured_content
+        assert found.content[0].text == search_text(found.structured_content)
         read = await client.call_tool("get_document", {"path": hit["path"], "offset": hit["offset"]})
         assert not read.is_error, read.content
         data = read.structured_content
-        assert json.loads(read.content[0].text) == data
+        assert read.content[0].text == read_line(data)
         text = document_text(read)
         assert text == "## Grid::Freeze\n\nKeeps the header rows in view while the rest scrolls.\n\n" + (
             "### Remarks\n\nFrozen rows are drawn first.\n\n"

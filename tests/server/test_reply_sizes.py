@@ -6,7 +6,6 @@ max_tokens long before a message is full; the largest one still fits."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -14,6 +13,7 @@ from mcp import Client
 
 from kbkit.kb.reads import MAX_MAX_TOKENS
 from kbkit.kb.tokens import estimate_tokens
+from kbkit.server.rendering import read_line, search_text
 from kbkit.server.replies import REPLY_LIMIT, RESULT_LIMIT, encoded_size, fit_text, result_size
 from kbkit.server.tools import KB_TOOLS
 from tests.helpers.http import HttpServer, http_client
@@ -62,7 +62,7 @@ async def read_whole(client: Client, path: str) -> tuple[str, int]:
         assert not result.is_error, result.content
         replies += 1
         data = result.structured_content
-        assert json.loads(result.content[0].text) == data and "text" not in data
+        assert result.content[0].text == read_line(data) and data["text"] == document_text(result)
         pieces.append(document_text(result))
         if not data["truncated"]:
             assert "next_offset" not in data and "note" not in data
@@ -83,7 +83,8 @@ async def test_the_largest_read_of_the_most_escaped_text_fits_one_reply_and_read
     shown = document_text(first)
     assert shown == EMOJI[: first.structured_content["next_offset"]]
     assert MAX_MAX_TOKENS // 2 < estimate_tokens(shown) <= MAX_MAX_TOKENS
-    assert REPLY_LIMIT // 2 < encoded_size(shown) < REPLY_LIMIT  # 12 bytes on the wire per emoji
+    # 12 bytes on the wire per emoji, and the text goes twice (structured content and text block)
+    assert REPLY_LIMIT // 3 < encoded_size(shown) < REPLY_LIMIT // 2
     text, replies = await read_whole(client, "emoji.md")
     assert text == EMOJI and replies >= 2
 
@@ -127,7 +128,7 @@ async def test_a_search_whose_hits_outgrow_a_reply_is_cut_and_says_so(client: Cl
     result = await client.call_tool("search", {"query": "needle", "limit": 100, "max_tokens": 10**7})
     assert not result.is_error
     data = result.structured_content
-    assert json.loads(result.content[0].text) == data
+    assert result.content[0].text == search_text(data)
     assert 10 < len(data["results"]) < 100 and data["truncated"] is True
     assert f"holds {len(data['results'])} of 100 hits" in data["note"]
     few = await client.call_tool("search", {"query": "needle", "limit": 5, "max_tokens": 10**7})

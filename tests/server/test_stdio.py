@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from kbkit.server.rendering import read_line, search_text
 from tests.helpers.project import make_project
 from tests.helpers.serve import ERAS, document_text, serve_stdio
 
@@ -43,7 +43,7 @@ async def test_search_returns_ranked_hits_with_uris_and_structured_content(proje
         assert data["results"][0]["path"] == "adr/0001-guards.md"
         assert data["results"][0]["uri"] == "kb://doc/adr/0001-guards.md"
         assert data["results"][0]["title"] == "One guard sequence"
-        assert json.loads(result.content[0].text) == data
+        assert result.content[0].text == search_text(data)  # the same hits in plain lines
 
 
 @pytest.mark.parametrize("mode", ERAS)
@@ -56,7 +56,7 @@ async def test_get_document_reads_any_registered_file_and_reports_size(project: 
         assert not result.is_error, result.content
         data = result.structured_content
         assert document_text(result) == "# Plan\n\nignored but readable\n"
-        assert json.loads(result.content[0].text) == data  # the JSON of the rest, for clients that read text
+        assert result.content[0].text == read_line(data)  # what the read holds, for agents that read text
         assert data["media_type"] == "text/markdown"
         assert data["truncated"] is False
         assert data["size"] == len(b"# Plan\n\nignored but readable\n")

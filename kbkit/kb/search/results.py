@@ -142,21 +142,29 @@ def within_budget(
         result.results.append(hit)
         shown_folds += len(hit.folded)
         shown_translations += bool(hit.translations)
-    if shown_folds:
-        notes.append(
-            f"{shown_folds} near-copies (the same or nearly the same text) were folded into "
-            "the hit ranked above them; each hit's `folded` lists them"
-        )
-    if shown_translations:
-        notes.append(
-            f"{shown_translations} hits stand for translated pages: each is the copy in the query's "
-            "language where there is one, and `translations` lists the other languages (the same path "
-            "in that language's folder, or with its suffix)"
-        )
+    notes += legend(shown_folds, shown_translations)
     if not hits and empty_note:
         notes.append(empty_note)
     result.note = "; ".join(notes) or None
     return result
+
+
+def legend(folds: int, translated: int) -> list[str]:
+    """The notes that explain the hits' `folded` and `translations` fields: a reader of the JSON
+    needs them; the text rendering, which says the same on each hit's own line, leaves them out."""
+    notes = []
+    if folds:
+        notes.append(
+            f"{folds} near-copies (the same or nearly the same text) were folded into "
+            "the hit ranked above them; each hit's `folded` lists them"
+        )
+    if translated:
+        notes.append(
+            f"{translated} hits stand for translated pages: each is the copy in the query's "
+            "language where there is one, and `translations` lists the other languages (the same path "
+            "in that language's folder, or with its suffix)"
+        )
+    return notes
 
 
 def merged(parts: list[SearchResult], limit: int, max_tokens: int | None) -> SearchResult:
