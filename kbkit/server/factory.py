@@ -27,6 +27,7 @@ from kbkit.kb.base import KnowledgeBase
 from kbkit.server import resources
 from kbkit.server.auth.audit import note_denied
 from kbkit.server.auth.scopes import may_use_memory
+from kbkit.server.caching import FIXED_MS, hinted
 from kbkit.server.grants import Library, Part, View
 from kbkit.server.live import LiveIndex
 from kbkit.server.memory import MemoryProxy, offered_names
@@ -135,7 +136,7 @@ def create_server(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         extra = memory.tools if memory is not None and may_use_memory(ctx.request) else []
-        return types.ListToolsResult(tools=[*declarations, *extra])
+        return hinted(types.ListToolsResult(tools=[*declarations, *extra]), everyone=memory is None)
 
     async def from_index(fn: Callable[..., T], *args: Any) -> T:
         """A request that reads the index: during the start-up scan it waits a little (docs/adr/0012)."""
@@ -171,22 +172,27 @@ def create_server(
     async def on_list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return await from_index(resources.list_resources, view(ctx), params.cursor if params else None, shelf)
+        readable = view(ctx)
+        cursor = params.cursor if params else None
+        listed = await from_index(resources.list_resources, readable, cursor, shelf)
+        return hinted(listed, everyone=readable.everyone_reads(None))
 
     async def on_list_resource_templates(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        return resources.list_templates()
+        return hinted(resources.list_templates(), everyone=True, ttl_ms=FIXED_MS)
 
     async def on_read_resource(
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        return await from_index(resources.read_resource, view(ctx), params.uri, shelf)
+        readable = view(ctx)
+        result = await from_index(resources.read_resource, readable, params.uri, shelf)
+        return hinted(result, everyone=resources.read_alike(readable, params.uri))
 
     async def on_list_prompts(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        return await in_thread(shelf.list_prompts)
+        return hinted(await in_thread(shelf.list_prompts), everyone=True)
 
     async def on_get_prompt(
         ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams

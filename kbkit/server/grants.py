@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, Unpack
 
-from kbkit.config.restricted import Folders, Reader
+from kbkit.config.restricted import PUBLIC, Folders, Reader
 from kbkit.errors import DocumentRefused
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import Document, IndexedDocument, check_path
@@ -102,6 +102,13 @@ class View:
         found = [part.kb.search(query, **options) for part in self.parts]
         limit = options.get("limit", DEFAULT_LIMIT)
         return merged(found, limit, options.get("max_tokens", DEFAULT_MAX_TOKENS))
+
+    def everyone_reads(self, path: str | None) -> bool:
+        """Whether every principal would read the same at `path` (None: a listing, a topic): what
+        a host may share (kbkit/server/caching.py)."""
+        if not self.library.partitioned:
+            return True
+        return path is not None and self.library.layout.folder_of(path) == PUBLIC and not self.library.moved()
 
     def indexing(self) -> str | None:
         return next((line for part in self.parts if (line := part.indexing()) is not None), None)

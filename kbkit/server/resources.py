@@ -21,7 +21,8 @@ from kbkit.errors import KbkitError
 from kbkit.kb.documents import IndexedDocument, check_path, truncation_notice
 from kbkit.kb.formats.registry import ALL_PARSERS
 from kbkit.kb.uris import DOC_TEMPLATE, TOPIC_TEMPLATE, doc_uri, parse_doc_uri, parse_topic_uri
-from kbkit.server.grants import Readable
+from kbkit.server.caching import version_meta
+from kbkit.server.grants import Readable, View
 from kbkit.server.replies import RESULT_LIMIT, encoded_size, fit_text, longest_fitting, result_size
 from kbkit.server.skills import URI_PREFIX as SKILL_URI_PREFIX
 from kbkit.server.skills import URI_TEMPLATE as SKILL_TEMPLATE
@@ -98,12 +99,26 @@ def read_resource(kb: Readable, uri: str, shelf: SkillShelf | None = None) -> ty
     )
 
 
+def read_alike(view: View, uri: str) -> bool:
+    """Whether every principal reading `uri` gets the same (a skill's file, a document outside the
+    restricted folders): a host may then share what it keeps of it."""
+    if uri.startswith(SKILL_URI_PREFIX):
+        return True
+    try:
+        path = parse_doc_uri(uri)
+    except UnicodeDecodeError:
+        return False
+    return view.everyone_reads(path)
+
+
 def _read_document(kb: Readable, uri: str, path: str) -> types.ReadResourceResult:
     doc = kb.load_servable(path)
+    row = kb.servable(path)
+    meta = version_meta(row.sha256) if row is not None else None
 
     def result(text: str) -> types.ReadResourceResult:
         return types.ReadResourceResult(
-            contents=[types.TextResourceContents(uri=uri, mime_type=doc.media_type, text=text)]
+            contents=[types.TextResourceContents(uri=uri, mime_type=doc.media_type, text=text, _meta=meta)]
         )
 
     def notice(shown: str) -> str:
@@ -162,6 +177,7 @@ def _resource(row: IndexedDocument) -> types.Resource:
         mime_type=parser.media_type if parser else "text/plain",
         size=row.size,
         annotations=types.Annotations(last_modified=modified),
+        _meta=version_meta(row.sha256),
     )
 
 

@@ -164,6 +164,11 @@ async def test_the_granted_principal_reads_the_restricted_folder_and_the_rest(se
         assert not document.is_error and SECRET in document.content[1].text  # type: ignore[union-attr]
         listed = await everything(client)
         assert "kb://doc/security/keys.md" in listed and "kb://doc/guide.md" in listed
+        if mode == "auto":  # what a host may share: only what every principal reads alike
+            assert (await client.list_resources()).cache_scope == "private"
+            assert (await client.read_resource("kb://doc/security/keys.md")).cache_scope == "private"
+            assert (await client.read_resource("kb://doc/guide.md")).cache_scope == "public"
+            assert (await client.read_resource("kb://topic/")).cache_scope == "private"
         assert listed == sorted(listed, key=lambda uri: uri.removeprefix("kb://doc/"))
 
 
