@@ -31,6 +31,13 @@ def token_create(
     scope: Annotated[
         str, typer.Option("--scope", help="read: the kb tools and resources; memory: also the memory tools.")
     ] = "read",
+    paths: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--paths",
+            help="Read only these kb folders or files (repeat it) of what NAME may read.",
+        ),
+    ] = None,
 ) -> None:
     """Create a token and print it once: only its hash is kept."""
     from kbkit.server.auth.tokens import create
@@ -38,10 +45,11 @@ def token_create(
     if scope not in ("read", "memory"):
         raise InputError(f"--scope {scope!r} is not known", fix="use read or memory")
     path = _path(root)
-    token = create(path, name, "memory" if scope == "memory" else "read", expires)
+    token = create(path, name, "memory" if scope == "memory" else "read", expires, paths=tuple(paths or ()))
     typer.echo(token)
     typer.echo(
-        f"[kbkit] token {name!r} ({scope}) saved as a hash in {path}; this is the only time it is shown. "
+        f"[kbkit] token {name!r} ({scope}{', only ' + ', '.join(paths) if paths else ''}) saved as a hash "
+        f"in {path}; this is the only time it is shown. "
         "Its holder puts it in .env.local as KBKIT_TOKEN=<token> (kbkit connect sends it).",
         err=True,
     )

@@ -103,6 +103,8 @@ class Reader:
     name: str
     subject: str = ""
     claims: Mapping[str, tuple[str, ...]] | None = None
+    paths: tuple[str, ...] = ()
+    """A token narrowed to these kb paths reads nothing else (none: no narrowing)."""
 
 
 @dataclass(frozen=True)

@@ -85,27 +85,60 @@ class Library:
 
     def view(self, reader: Reader | None, denied: Denied = lambda folder: None) -> View:
         names = self.readable(reader)
-        return View([part for part in self.parts if part.name in names], self, denied)
+        narrowed = reader.paths if reader is not None else ()
+        return View([part for part in self.parts if part.name in names], self, denied, narrowed)
 
 
 class View:
-    """The parts one request may read, read as one kb."""
+    """The parts one request may read, read as one kb; with a token narrowed to some paths
+    (`kbkit token create --paths`), only what lies under them."""
 
-    def __init__(self, parts: list[Part], library: Library, denied: Denied) -> None:
+    def __init__(
+        self, parts: list[Part], library: Library, denied: Denied, narrowed: tuple[str, ...] = ()
+    ) -> None:
         self.parts = parts
         self.library = library
         self.denied = denied
+        self.narrowed = tuple(path.strip("/") for path in narrowed)
 
     def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchResult:
         if not self.parts:
             return SearchResult(note=self.closed())
-        found = [part.kb.search(query, **options) for part in self.parts]
+        prefixes = self._prefixes(options.get("path_prefix") or "")
+        found = []
+        for part in self.parts:
+            for prefix in prefixes:
+                under: SearchOptions = {**options, "path_prefix": prefix}
+                found.append(_narrowed(part.kb.search(query, **under), self._within))
+        if not found:
+            outside = (
+                f"path_prefix {options.get('path_prefix')!r} is outside what this token reads "
+                f"({', '.join(self.narrowed)}); drop it or search under those"
+            )
+            return SearchResult(note=outside, empty_note=outside)
         limit = options.get("limit", DEFAULT_LIMIT)
         return merged(found, limit, options.get("max_tokens", DEFAULT_MAX_TOKENS))
+
+    def _prefixes(self, asked: str) -> list[str]:
+        """The path prefixes a search runs under: the one asked for, within the token's paths."""
+        if not self.narrowed:
+            return [asked]
+        found = []
+        for path in self.narrowed:
+            if asked.startswith(path):
+                found.append(asked)
+            elif path.startswith(asked):
+                found.append(path)
+        return list(dict.fromkeys(found))
+
+    def _within(self, path: str) -> bool:
+        return not self.narrowed or any(path == p or path.startswith(p + "/") for p in self.narrowed)
 
     def everyone_reads(self, path: str | None) -> bool:
         """Whether every principal would read the same at `path` (None: a listing, a topic): what
         a host may share (kbkit/server/caching.py)."""
+        if path is None and self.narrowed:
+            return False
         if not self.library.partitioned:
             return True
         return path is not None and self.library.layout.folder_of(path) == PUBLIC and not self.library.moved()
@@ -130,12 +163,15 @@ class View:
         self, *, folder: str = "", after: str | None = None, limit: int | None = None
     ) -> list[IndexedDocument]:
         """In path order across the parts read: each gives its first `limit` after `after`."""
-        rows = [
-            row
+        folders = self._prefixes(folder) if self.narrowed else [folder]
+        found = {
+            row.path: row
             for part in self.parts
-            for row in part.kb.list_servable(folder=folder, after=after, limit=limit)
-        ]
-        rows.sort(key=lambda row: row.path)
+            for one in folders
+            for row in part.kb.list_servable(folder=one.rstrip("/"), after=after, limit=limit)
+            if self._within(row.path)
+        }
+        rows = sorted(found.values(), key=lambda row: row.path)
         return rows if limit is None else rows[:limit]
 
     def _owner(self, path: str) -> KnowledgeBase:
@@ -143,22 +179,34 @@ class View:
         check_path(path)
         if not self.parts:
             raise DocumentRefused("not-found", self.closed())
-        if len(self.parts) == 1 and self.parts[0].kb.partition is None:
-            return self.parts[0].kb
         name = self.library.layout.folder_of(path)
-        for part in self.parts:
-            if part.name == name:
-                return part.kb
-        self.denied(name)
-        public = self.library.parts[0].kb
-        public.load(path)  # raises the refusal a path that is not there gets
-        raise AssertionError("unreachable: the public index admits no restricted path")
+        owner = next((part.kb for part in self.parts if part.name == name), None)
+        if owner is None:
+            self.denied(name)
+            public = self.library.parts[0].kb
+            public.load(path)  # raises the refusal a path that is not there gets
+            raise AssertionError("unreachable: the public index admits no restricted path")
+        if not self._within(path):
+            raise DocumentRefused(
+                "not-found",
+                f"{path!r} is outside what this token reads ({', '.join(self.narrowed)}); its owner can "
+                "create a wider one",
+            )
+        return owner
 
     def closed(self) -> str:
         return (
             "the server's restricted folders changed since it started; nothing is served until it "
             "restarts (ask its operator)"
         )
+
+
+def _narrowed(result: SearchResult, within: Callable[[str], bool]) -> SearchResult:
+    """`result` without hits, near-copies or translations outside what the token reads."""
+    for hit in result.results:
+        hit.folded = [path for path in hit.folded if within(path)]
+    result.results = [hit for hit in result.results if within(hit.path)]
+    return result
 
 
 def _paths(folders: Folders) -> dict[str, frozenset[str]]:

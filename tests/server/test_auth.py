@@ -63,6 +63,20 @@ def test_names_are_checked_and_unique_and_revoke_says_when_none_matches(tmp_path
     assert read_tokens(path)[0] == []
 
 
+def test_a_token_narrowed_to_paths_keeps_them_and_a_path_leaving_the_kb_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.json"
+    token = create(path, "ci-bot", "read", None, paths=("public/", "runbooks/failover.md"))
+    (record,) = read_tokens(path)[0]
+    assert record.paths == ("public", "runbooks/failover.md")
+    assert TokenStore(path).check(token).paths == record.paths  # type: ignore[union-attr]
+    for bad in ("../etc", "/abs", "a/./b", ""):
+        with pytest.raises(InputError, match="--paths"):
+            create(path, f"bot{len(bad)}", "read", None, paths=(bad,))
+    unnarrowed = create(path, "alice", "read", None)
+    assert "paths" not in json.loads(path.read_text())["tokens"][-1]
+    assert TokenStore(path).check(unnarrowed).paths == ()  # type: ignore[union-attr]
+
+
 def test_the_store_sees_a_revoke_and_a_new_token_without_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "tokens.json"
     alice = create(path, "alice", "memory", None)

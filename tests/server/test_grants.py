@@ -294,3 +294,24 @@ async def test_cursors_of_another_principal_open_nothing(served: Any) -> None:
     async with as_(server, mallory, "legacy") as client:
         following = await client.list_resources(cursor=cursor)
         assert not any("security" in str(r.uri) for r in following.resources)
+
+
+async def test_a_token_narrower_than_its_owner_reads_only_its_paths(tmp_path: Path) -> None:
+    from kbkit.server.auth.tokens import create
+
+    root = make_project(tmp_path / "project", FILES, CONFIG)
+    tokens = root / ".kbkit" / "tokens.json"
+    ci = create(tokens, "alice", "read", None, paths=("runbooks/",))  # alice's grants, runbooks only
+    server = HttpServer(root, token=None).wait_ready()
+    try:
+        async with as_(server, ci, "auto") as client:
+            found = await search(client, "billing database replica")
+            assert [hit["path"] for hit in found["results"]] == ["runbooks/failover.md"]
+            assert (await search(client, SECRET))["results"] == []
+            outside = await search(client, "billing", path_prefix="guide")
+            assert outside["results"] == [] and "outside what this token reads" in outside["note"]
+            assert "outside what this token reads" in await read_error(client, "guide.md")
+            assert await everything(client) == ["kb://doc/runbooks/failover.md"]
+            assert (await client.list_resources()).cache_scope == "private"
+    finally:
+        assert server.stop() == STOPPED

@@ -74,11 +74,13 @@ class Caller:
     """When the credential stops being valid (epoch seconds): its streams end then."""
     claims: Mapping[str, tuple[str, ...]] | None = None
     """An OAuth token's string claims: what restricted folders grant by."""
+    paths: tuple[str, ...] = ()
+    """A personal token narrowed to these kb paths (`kbkit token create --paths`)."""
 
     @property
     def reader(self) -> Reader:
         """The principal as the guard of restricted folders sees it (kbkit/server/grants.py)."""
-        return Reader(self.kind, self.name, self.subject, self.claims)
+        return Reader(self.kind, self.name, self.subject, self.claims, self.paths)
 
     @property
     def key(self) -> str:
@@ -326,7 +328,13 @@ class AuthGate:
         if presented.startswith(PREFIX) and self.policy.store is not None:
             holder = await anyio.to_thread.run_sync(self.policy.store.check, presented)
             if holder is not None:
-                return Caller(holder.name, "token", memory=holder.scope == "memory", digest=holder.sha256)
+                return Caller(
+                    holder.name,
+                    "token",
+                    memory=holder.scope == "memory",
+                    digest=holder.sha256,
+                    paths=holder.paths,
+                )
         elif self.policy.verifier is not None and presented.count(".") == 2:
             verifier = self.policy.verifier
             verdict = await verifier.verify(presented)

@@ -87,6 +87,8 @@ class TokenRecord:
     created: datetime
     expires: datetime | None = None
     last_used: datetime | None = None
+    paths: tuple[str, ...] = ()
+    """Only these kb paths (folders or files) may be read with it; none: what its name's grants allow."""
 
     def expired(self, now: datetime) -> bool:
         return self.expires is not None and now >= self.expires
@@ -99,6 +101,7 @@ class TokenRecord:
             "created": _stamp(self.created),
             "expires": _stamp(self.expires) if self.expires else None,
             "last_used": _stamp(self.last_used) if self.last_used else None,
+            **({"paths": list(self.paths)} if self.paths else {}),
         }
 
     def public(self, now: datetime) -> dict[str, Any]:
@@ -122,9 +125,30 @@ class TokenRecord:
         created = _parse_stamp(raw.get("created"))
         if created is None:
             raise ValueError(f"no created time for {name!r}")
+        paths = raw.get("paths", [])
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise ValueError(f"bad paths for {name!r}")
         return cls(
-            name, sha, scope, created, _parse_stamp(raw.get("expires")), _parse_stamp(raw.get("last_used"))
+            name,
+            sha,
+            scope,
+            created,
+            _parse_stamp(raw.get("expires")),
+            _parse_stamp(raw.get("last_used")),
+            tuple(check_paths(paths)),
         )
+
+
+def check_paths(paths: list[str]) -> list[str]:
+    """Paths a token is narrowed to: relative to the kb folder, as the kb's tools name them."""
+    for path in paths:
+        parts = path.strip("/").split("/")
+        if not path.strip("/") or path.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise InputError(
+                f"--paths {path!r} is not a path relative to the kb folder",
+                fix="give folders or files as search returns them, e.g. --paths public/",
+            )
+    return [path.strip("/") for path in paths]
 
 
 def check_name(name: str) -> str:
@@ -234,9 +258,19 @@ def now_utc() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
 
 
-def create(path: Path, name: str, scope: Scope, days: int | None, now: datetime | None = None) -> str:
-    """Add a token named `name` and return it (the only time it exists outside the caller's hands)."""
+def create(
+    path: Path,
+    name: str,
+    scope: Scope,
+    days: int | None,
+    now: datetime | None = None,
+    *,
+    paths: tuple[str, ...] = (),
+) -> str:
+    """Add a token named `name` and return it (the only time it exists outside the caller's hands).
+    `paths`: it reads only these, of what its name may read (a token narrower than its owner)."""
     check_name(name)
+    paths = tuple(check_paths(list(paths)))
     if days is not None and not 1 <= days <= MAX_DAYS:
         raise InputError(
             f"--expires {days} is not a number of days kbkit accepts",
@@ -252,7 +286,7 @@ def create(path: Path, name: str, scope: Scope, days: int | None, now: datetime 
                 fix=f"revoke it first (`kbkit token revoke {name}`) or pick another name",
             )
         expires = moment + timedelta(days=days) if days is not None else None
-        records.append(TokenRecord(name, digest(token), scope, moment, expires))
+        records.append(TokenRecord(name, digest(token), scope, moment, expires, paths=paths))
         write_tokens(path, records)
     return token
 
@@ -277,6 +311,8 @@ class Holder:
     scope: Scope
     sha256: str = field(default="", compare=False)
     """The token's digest: what its open streams are filed under, so a revoke can close them."""
+    paths: tuple[str, ...] = ()
+    """The token reads only these kb paths (none: all its name may read)."""
 
 
 class TokenStore:
@@ -369,7 +405,7 @@ class TokenStore:
             due = record.sha256 not in self._seen or self._monotonic() - self._saved_at >= self._interval
         if due:
             self.save_last_use()
-        return Holder(record.name, record.scope, record.sha256)
+        return Holder(record.name, record.scope, record.sha256, record.paths)
 
     def save_last_use(self) -> None:
         """Write the last-use times gathered since the last save (one write for any number of uses).
