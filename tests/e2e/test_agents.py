@@ -19,7 +19,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,7 @@ import pytest
 from kbkit.catalog.clients import CLIENTS
 from tests.helpers.http import TEST_TOKEN
 from tests.helpers.project import make_project
-from tests.helpers.serve import kbkit_command
+from tests.helpers.serve import checkout_kbkit, kbkit_command
 from tests.helpers.team import HTTP_PEER, REMOTE_KEY, STDIO_KEY, sha256, stdio_server, trust_for
 from tests.helpers.team import remote_server as remote_team_server
 from tests.helpers.tiers import kind
@@ -203,8 +203,18 @@ class Report:
     text: str
 
 
-def synced(root: Path, mode: str, extra: str = "", env_local: str = "") -> Path:
-    clients = ", ".join(f'"{name}"' for name in AGENTS)
+def synced(
+    root: Path,
+    mode: str,
+    extra: str = "",
+    env_local: str = "",
+    *,
+    names: Iterable[str] = AGENTS,
+    kbkit: list[str] | None = None,
+) -> Path:
+    """A project synced for the agents `names` by `kbkit` (the virtualenv's console script unless
+    given: `checkout_kbkit` for a test of this checkout's own code, which the entries then start)."""
+    clients = ", ".join(f'"{name}"' for name in names)
     remote = {
         "local": "",
         "relay": f'remote_url = "http://127.0.0.1:{PORT}/mcp"\n',
@@ -215,7 +225,7 @@ def synced(root: Path, mode: str, extra: str = "", env_local: str = "") -> Path:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     for command in ("index", "sync"):  # indexed first, so every server starts warm
         done = subprocess.run(
-            [*kbkit_command(), command, "--root", str(root)],
+            [*(kbkit or kbkit_command()), command, "--root", str(root)],
             capture_output=True,
             text=True,
             timeout=120,
@@ -370,20 +380,20 @@ def with_team_peer(argv: list[str], home: Path) -> list[str]:
     return ["/bin/sh", "-c", script, "sh", *argv]
 
 
-def team_report(agent: Agent, root: Path, home: Path) -> dict[str, Report]:
+def team_report(agent: Agent, root: Path, home: Path, servers: tuple[str, ...] = TEAM) -> dict[str, Report]:
     """One agent's own report on each team server, after the approvals a user gives and kbkit trust."""
     home.mkdir(parents=True)
     trust_for(root, home)
     env = agents.agent_env(home, **agent.approve(home, root))
     cli = command(agent)
-    for server in TEAM if agent.after else ():
+    for server in servers if agent.after else ():
         code, text = agents.run(
             [*cli, *(server if part == "kb" else part for part in agent.after)], cwd=root, env=env
         )
         assert code == 0, text
     found = {}
     lingers = [] if agent.stops else ["timeout", "--preserve-status", str(LINGER)]
-    for server in TEAM:
+    for server in servers:
         argv = [*lingers, *cli, *(server if part == "kb" else part for part in agent.check)]
         found[server] = ask(with_team_peer(argv, home), root, env)
     return found
@@ -462,3 +472,36 @@ def test_mistral_vibe_reads_no_project_server_in_a_folder_not_trusted(tmp_path: 
         [*command(AGENTS["mistral-vibe"]), "kb"], cwd=root, env=agents.agent_env(tmp_path / "home")
     )
     assert code == 1 and "kb: not in Mistral Vibe's configuration (its servers: none)" in text, text
+
+
+# -- the agents' own tool filters, and `kbkit doctor --launch` against each agent's own verdict ------
+
+FILTERED = ("gemini", "qwen", "factory", "codex")
+"""The agents here whose entry kbkit writes the team's tool filter into (ToolKeys in the client table)."""
+
+
+@pytest.mark.agents
+@pytest.mark.timeout(900)
+def test_the_agents_read_the_tool_filter_kbkit_writes_in_their_own_keys(tmp_path: Path) -> None:
+    """Gemini CLI, Qwen Code and droid connect the filtered entry (a key they refused would be a
+    warning, or the entry skipped); Codex prints the lists it read."""
+    filtered = stdio_server() + 'tools = ["key_check", "env_names"]\nexclude_tools = ["env_names"]\n'
+    kbkit = checkout_kbkit(tmp_path)
+    root = synced(
+        tmp_path / "project", "local", filtered, f"TRACKER_TOKEN={STDIO_KEY}\n", names=FILTERED, kbkit=kbkit
+    )
+    for name in FILTERED:
+        assert CLIENTS[name].tool_keys is not None
+    agents.isolated()
+    found = {
+        name: team_report(AGENTS[name], root, tmp_path / f"home-{name}", ("tracker",))["tracker"]
+        for name in FILTERED
+    }
+    print("\n".join(f"{name:<8} {r.text.strip()}" for name, r in found.items()))  # noqa: T201 - with -s
+    codex = found.pop("codex")
+    assert codex.code == 0 and "enabled_tools: key_check, env_names" in codex.text, codex.text
+    assert "disabled_tools: env_names" in codex.text, codex.text
+    for name, report in found.items():
+        assert team_connected(name, "tracker", report), f"{name}:\n{report.text}"
+        about = [line for line in report.text.splitlines() if "tracker" in line]
+        assert not [line for line in about if any(w in line.lower() for w in WARNINGS)], report.text
