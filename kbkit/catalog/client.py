@@ -48,6 +48,17 @@ class Approval:
 
 
 @dataclass(frozen=True)
+class ToolKeys:
+    """A client's own per-server tool filter: the keys of a server entry listing, by the server's
+    own tool names, the only tools it offers (`allow`) and those it hides (`deny`); None where the
+    client has no such key. sync writes a team server's `tools` and `exclude_tools` there, besides
+    kbkit's own filter (which every agent gets): the agent then knows the list itself."""
+
+    allow: str | None = None
+    deny: str | None = None
+
+
+@dataclass(frozen=True)
 class Client:
     name: str
     title: str
@@ -74,6 +85,7 @@ class Client:
     """Keys every entry of this client carries besides its shape: a start-up timeout where the
     client's default is short."""
     approval: Approval | None = None
+    tool_keys: ToolKeys | None = None
     caveat: str | None = None
     """The one step the user takes in the agent itself before the kb server works there
     (`{server}` is the server's name)."""

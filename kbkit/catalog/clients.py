@@ -16,6 +16,7 @@ from kbkit.catalog.client import (
     TOKEN_VAR,
     Approval,
     Client,
+    ToolKeys,
 )
 
 __all__ = [
@@ -32,8 +33,10 @@ __all__ = [
     "TOKEN_VAR",
     "Approval",
     "Client",
+    "ToolKeys",
     "canonical",
     "clients_table",
+    "tool_keys_table",
 ]
 
 CLIENTS: dict[str, Client] = {
@@ -96,6 +99,7 @@ CLIENTS: dict[str, Client] = {
             "codex",
             "names",
             extra=(("startup_timeout_sec", START_UP_SECONDS),),
+            tool_keys=ToolKeys("enabled_tools", "disabled_tools"),
             caveat="trust the project in Codex: it reads .codex/config.toml only in trusted projects",
             source="openai/codex codex-rs/config/src/mcp_types.rs, docs/config.md",
         ),
@@ -108,6 +112,7 @@ CLIENTS: dict[str, Client] = {
             "gemini",
             "${{{var}}}",
             approval=Approval("list", ("tools", "allowed"), "mcp_{server}_{tool}"),
+            tool_keys=ToolKeys("includeTools", "excludeTools"),
             caveat="trust the folder when Gemini CLI asks (or /permissions): in an untrusted folder it "
             "starts no project server",
             source="google-gemini/gemini-cli docs/tools/mcp-server.md, docs/cli/trusted-folders.md; "
@@ -149,6 +154,7 @@ CLIENTS: dict[str, Client] = {
             "plain",
             "${{{var}}}",
             approval=Approval("entry", ("autoApprove",), "{tool}"),
+            tool_keys=ToolKeys(deny="disabledTools"),
             caveat="approve MCP_TOKEN in Kiro's settings: Kiro expands ${MCP_TOKEN} only for variables "
             "you approved",
             caveat_when="http",
@@ -239,6 +245,7 @@ CLIENTS: dict[str, Client] = {
             "gemini",
             "${{{var}}}",
             extra=(("discoveryTimeoutMs", START_UP_SECONDS * 1000),),
+            tool_keys=ToolKeys("includeTools", "excludeTools"),
             caveat="run `qwen mcp approve {server}` (Qwen Code 0.24 and later; again after kbkit sync "
             "changes the entry, as the approval is bound to it): Qwen Code starts a project server only "
             "once approved; before 0.24: trust the folder if folder trust is on",
@@ -290,8 +297,9 @@ CLIENTS: dict[str, Client] = {
             ("mcpServers",),
             "typed",
             "${{{var}}}",
+            tool_keys=ToolKeys("enabledTools", "disabledTools"),
             source="docs.factory.ai/cli/configuration/mcp (Factory-AI/factory "
-            "docs/cli/configuration/mcp.mdx)",
+            "docs/cli/configuration/mcp.mdx); droid 0.225.2's own schema (enabledTools, disabledTools)",
         ),
         Client(
             "continue",
@@ -546,4 +554,15 @@ def clients_table() -> str:
         elif client.caveat and client.caveat_when == "preapprove":
             step = f"for pre-approval: {step}"
         rows.append(f"| {client.title} | `{client.name}` | {where} | {step} | {client.source} |")
+    return "\n".join(rows) + "\n"
+
+
+def tool_keys_table() -> str:
+    """docs/servers.md's table of the agents' own per-server tool filters, written from CLIENTS."""
+    rows = ["| agent | only these (`tools`) | never these (`exclude_tools`) |", "| --- | --- | --- |"]
+    for client in CLIENTS.values():
+        keys = client.tool_keys
+        if keys is not None:
+            allow, deny = (f"`{key}`" if key else "none (kbkit's only)" for key in (keys.allow, keys.deny))
+            rows.append(f"| {client.title} | {allow} | {deny} |")
     return "\n".join(rows) + "\n"

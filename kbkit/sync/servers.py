@@ -96,7 +96,18 @@ def render_team_entry(
     approval = client.approval
     if approval is not None and approval.kind == "entry" and server.preapprove:
         entry[approval.key[0]] = [approval.tool_name(name, tool) for tool in server.preapprove]
-    return entry
+    return entry | native_filter(client, server)
+
+
+def native_filter(client: Client, server: TeamServer) -> dict[str, list[str]]:
+    """The server's tool filter in the client's own keys, where it has them: the agent then lists
+    and offers only those tools by itself, beside kbkit's filter, which every agent gets. A list the
+    client has no key for (Kiro only hides tools) is kbkit's alone."""
+    keys = client.tool_keys
+    if keys is None:
+        return {}
+    pairs = ((keys.allow, server.tools), (keys.deny, server.exclude_tools))
+    return {key: list(tools) for key, tools in pairs if key is not None and tools}
 
 
 def team_entries(

@@ -16,10 +16,11 @@ downloads its binary at install time.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ import pytest
 from kbkit.catalog.clients import CLIENTS
 from tests.helpers.http import TEST_TOKEN
 from tests.helpers.project import make_project
-from tests.helpers.serve import kbkit_command
+from tests.helpers.serve import checkout_kbkit, kbkit_command
 from tests.helpers.team import HTTP_PEER, REMOTE_KEY, STDIO_KEY, sha256, stdio_server, trust_for
 from tests.helpers.team import remote_server as remote_team_server
 from tests.helpers.tiers import kind
@@ -203,8 +204,18 @@ class Report:
     text: str
 
 
-def synced(root: Path, mode: str, extra: str = "", env_local: str = "") -> Path:
-    clients = ", ".join(f'"{name}"' for name in AGENTS)
+def synced(
+    root: Path,
+    mode: str,
+    extra: str = "",
+    env_local: str = "",
+    *,
+    names: Iterable[str] = AGENTS,
+    kbkit: list[str] | None = None,
+) -> Path:
+    """A project synced for the agents `names` by `kbkit` (the virtualenv's console script unless
+    given: `checkout_kbkit` for a test of this checkout's own code, which the entries then start)."""
+    clients = ", ".join(f'"{name}"' for name in names)
     remote = {
         "local": "",
         "relay": f'remote_url = "http://127.0.0.1:{PORT}/mcp"\n',
@@ -215,7 +226,7 @@ def synced(root: Path, mode: str, extra: str = "", env_local: str = "") -> Path:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     for command in ("index", "sync"):  # indexed first, so every server starts warm
         done = subprocess.run(
-            [*kbkit_command(), command, "--root", str(root)],
+            [*(kbkit or kbkit_command()), command, "--root", str(root)],
             capture_output=True,
             text=True,
             timeout=120,
@@ -370,20 +381,20 @@ def with_team_peer(argv: list[str], home: Path) -> list[str]:
     return ["/bin/sh", "-c", script, "sh", *argv]
 
 
-def team_report(agent: Agent, root: Path, home: Path) -> dict[str, Report]:
+def team_report(agent: Agent, root: Path, home: Path, servers: tuple[str, ...] = TEAM) -> dict[str, Report]:
     """One agent's own report on each team server, after the approvals a user gives and kbkit trust."""
     home.mkdir(parents=True)
     trust_for(root, home)
     env = agents.agent_env(home, **agent.approve(home, root))
     cli = command(agent)
-    for server in TEAM if agent.after else ():
+    for server in servers if agent.after else ():
         code, text = agents.run(
             [*cli, *(server if part == "kb" else part for part in agent.after)], cwd=root, env=env
         )
         assert code == 0, text
     found = {}
     lingers = [] if agent.stops else ["timeout", "--preserve-status", str(LINGER)]
-    for server in TEAM:
+    for server in servers:
         argv = [*lingers, *cli, *(server if part == "kb" else part for part in agent.check)]
         found[server] = ask(with_team_peer(argv, home), root, env)
     return found
@@ -462,3 +473,165 @@ def test_mistral_vibe_reads_no_project_server_in_a_folder_not_trusted(tmp_path: 
         [*command(AGENTS["mistral-vibe"]), "kb"], cwd=root, env=agents.agent_env(tmp_path / "home")
     )
     assert code == 1 and "kb: not in Mistral Vibe's configuration (its servers: none)" in text, text
+
+
+# -- the agents' own tool filters, and `kbkit doctor --launch` against each agent's own verdict ------
+
+FILTERED = ("gemini", "qwen", "factory", "codex")
+"""The agents here whose entry kbkit writes the team's tool filter into (ToolKeys in the client table)."""
+
+
+@pytest.mark.agents
+@pytest.mark.timeout(900)
+def test_the_agents_read_the_tool_filter_kbkit_writes_in_their_own_keys(tmp_path: Path) -> None:
+    """Gemini CLI, Qwen Code and droid connect the filtered entry (a key they refused would be a
+    warning, or the entry skipped); Codex prints the lists it read."""
+    filtered = stdio_server() + 'tools = ["key_check", "env_names"]\nexclude_tools = ["env_names"]\n'
+    kbkit = checkout_kbkit(tmp_path)
+    root = synced(
+        tmp_path / "project", "local", filtered, f"TRACKER_TOKEN={STDIO_KEY}\n", names=FILTERED, kbkit=kbkit
+    )
+    for name in FILTERED:
+        assert CLIENTS[name].tool_keys is not None
+    agents.isolated()
+    found = {
+        name: team_report(AGENTS[name], root, tmp_path / f"home-{name}", ("tracker",))["tracker"]
+        for name in FILTERED
+    }
+    print("\n".join(f"{name:<8} {r.text.strip()}" for name, r in found.items()))  # noqa: T201 - with -s
+    codex = found.pop("codex")
+    assert codex.code == 0 and "enabled_tools: key_check, env_names" in codex.text, codex.text
+    assert "disabled_tools: env_names" in codex.text, codex.text
+    for name, report in found.items():
+        assert team_connected(name, "tracker", report), f"{name}:\n{report.text}"
+        about = [line for line in report.text.splitlines() if "tracker" in line]
+        assert not [line for line in about if any(w in line.lower() for w in WARNINGS)], report.text
+
+
+VERDICT = ("claude-code", "gemini", "opencode", "qwen", "amp", "kilo", "factory", "qoder", "grok-cli")
+"""The agents whose own CLI says offline whether a server connected (Codex, Copilot CLI and Auggie only
+list theirs; Mistral Vibe, OpenHands and Kimi Code have no CLI command that does)."""
+BROKEN = (
+    '[servers.gone]\ncommand = ["kbkit-test-server-not-installed"]\n'
+    + stdio_server("unset", var="NEVER_SET_TOKEN")
+    + f'[servers.exits]\ncommand = [{json.dumps(sys.executable)}, "-c", "raise SystemExit(3)"]\n'
+    + f'[servers.dialect]\nurl = "http://127.0.0.1:{TEAM_PORT}/mcp"\n'
+)
+"""A command not installed, a variable set nowhere, a server that exits at once, and a remote one
+whose header each agent's file names in another agent's syntax (`another_agents_syntax`)."""
+GOOD = ("kb", "tracker")
+SERVERS = (*GOOD, "gone", "unset", "exits", "dialect")
+FOREIGN = {"${{{var}}}": "${{env:{var}}}", "${{env:{var}}}": "${{{var}}}", "{{env:{var}}}": "${{{var}}}"}
+"""An agent's own dialect -> another agent's, as a hand edit copied from another agent's file has it."""
+
+
+def another_agents_syntax(root: Path, names: Iterable[str]) -> None:
+    """The hand edit: each HTTP `dialect` entry gets the remote server's bearer, WIKI_TOKEN (set in
+    the agents' environment), in another agent's variable syntax, which this agent sends as written."""
+    for name in names:
+        client = CLIENTS[name]
+        if client.env_reference not in FOREIGN or client.format != "json":
+            continue
+        path = root / client.path
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entry = data
+        for key in (*client.root_key, "dialect"):
+            entry = entry[key]
+        if any(key in entry for key in ("url", "httpUrl", "serverUrl")):
+            reference = FOREIGN[client.env_reference].format(var="WIKI_TOKEN")
+            entry["headers"] = {"Authorization": f"Bearer {reference}"}
+            path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def listed_connected(client: str, server: str, text: str) -> bool | None:
+    """In a CLI's list of servers: whether `server`'s own line says connected (None: not listed)."""
+    agent = AGENTS[client]
+    marker = agent.team.replace("{server}", server) if agent.team else agent.connected
+    line = next((line for line in text.splitlines() if re.match(rf"\W*{server}(?![\w-])", line)), None)
+    if line is None:
+        return None
+    return marker in line and not any(word in line.lower() for word in ("disconnected", "not connected"))
+
+
+def agent_verdict(client: str, root: Path, home: Path) -> tuple[dict[str, bool | None], str]:
+    """What an agent's own CLI says of each server: connected or not (None: not listed), and its words.
+    Asked again while a server that works was not reached (the CLI's few seconds, a loaded machine)."""
+    agent = AGENTS[client]
+    home.mkdir(parents=True)
+    trust_for(root, home)
+    env = agents.agent_env(home, WIKI_TOKEN=REMOTE_KEY, **agent.approve(home, root))
+    if client == "qoder":  # what its approval prompt saves, for each server
+        trusted = {
+            "permissions": {"trustDirectories": [str(root)]},
+            "mcp": {"enabledProjectMcpServers": SERVERS},
+        }
+        _write(home / ".qoder" / "settings.json", json.dumps(trusted))
+    cli = command(agent)
+    for server in SERVERS if agent.after else ():
+        code, text = agents.run(
+            [*cli, *(server if part == "kb" else part for part in agent.after)], cwd=root, env=env
+        )
+        assert code == 0, text
+    lingers = [] if agent.stops else ["timeout", "--preserve-status", str(LINGER)]
+    deadline = time.monotonic() + DEADLINE
+    while True:
+        said: dict[str, bool | None] = {}
+        words = []
+        if "kb" not in agent.check:  # one list names every server
+            found = Report(
+                *agents.run(with_team_peer([*lingers, *cli, *agent.check], home), cwd=root, env=env)
+            )
+            said = {server: listed_connected(client, server, found.text) for server in SERVERS}
+            words.append(found.text)
+        else:
+            for server in SERVERS:
+                argv = [*lingers, *cli, *(server if part == "kb" else part for part in agent.check)]
+                found = Report(*agents.run(with_team_peer(argv, home), cwd=root, env=env))
+                said[server] = team_connected(client, server, found)
+                words.append(f"[{server}] {found.text}")
+        if all(said[server] for server in GOOD) or time.monotonic() > deadline:
+            return said, "\n".join(words)
+
+
+def doctor_verdict(root: Path, home: Path, kbkit: list[str]) -> dict[tuple[str, str], bool]:
+    """`kbkit doctor --launch --json`, run where the agents run (the same namespace, the remote peer
+    beside it): for each (agent, server), whether the entry connected."""
+    home.mkdir(parents=True)
+    trust_for(root, home)
+    argv = [*kbkit, "doctor", "--launch", "--json", "--root", str(root)]
+    _, text = agents.run(with_team_peer(argv, home), cwd=root, env=agents.agent_env(home))
+    rows = json.JSONDecoder().raw_decode(text[text.index('{\n  "entries"') :])[0]["entries"]
+    return {(row["agent"], row["server"]): row["ok"] and not row["sign_in"] for row in rows}
+
+
+@pytest.mark.agents
+@pytest.mark.timeout(1800)  # nine CLIs, six servers each, on a loaded machine
+def test_the_doctor_s_verdict_on_each_entry_is_its_agent_s_own(tmp_path: Path) -> None:
+    kbkit = checkout_kbkit(tmp_path)
+    keys = f"TRACKER_TOKEN={STDIO_KEY}\n"
+    root = synced(tmp_path / "project", "local", stdio_server() + BROKEN, keys, names=VERDICT, kbkit=kbkit)
+    another_agents_syntax(root, VERDICT)
+    for name in VERDICT:
+        command(AGENTS[name])
+    agents.isolated()
+    doctor = doctor_verdict(root, tmp_path / "home-doctor", kbkit)
+    found: dict[str, tuple[dict[str, bool | None], str]] = {}
+    with ThreadPoolExecutor(CONCURRENT) as pool:
+        futures = {
+            name: pool.submit(agent_verdict, name, root, tmp_path / f"home-{name}")
+            for name in VERDICT
+            if not AGENTS[name].alone
+        }
+        found = {name: future.result() for name, future in futures.items()}
+    for name in VERDICT:
+        if AGENTS[name].alone:
+            found[name] = agent_verdict(name, root, tmp_path / f"home-{name}")
+    print("\n".join(f"{name:<12} {said}" for name, (said, _) in found.items()))  # noqa: T201 - with -s
+    differ = {
+        f"{name} {server}: doctor {doctor.get((name, server))}, agent {said[server]}": text
+        for name, (said, text) in found.items()
+        for server in SERVERS
+        if said[server] is None or doctor.get((name, server)) != said[server]
+    }
+    assert not differ, "\n".join(f"{key}\n{text}" for key, text in differ.items())
+    assert {server for (_, server), ok in doctor.items() if ok} == set(GOOD)  # each broken kind is broken

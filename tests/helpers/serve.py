@@ -32,6 +32,29 @@ def kbkit_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "kbkit"]
 
 
+def checkout_kbkit(folder: Path) -> list[str]:
+    """A `kbkit` console script that runs this checkout's code (the virtualenv's own may import
+    another checkout: an editable install points at one), in a virtualenv of its own under
+    `folder` (links to this one's interpreter and libraries): `kbkit sync` run through it writes
+    entries that start it, as it writes the console script beside its interpreter."""
+    venv = folder / "checkout-venv"
+    script = venv / "bin" / "kbkit"
+    if not script.exists():
+        real = Path(sys.prefix)
+        (venv / "bin").mkdir(parents=True)
+        (venv / "bin" / "python").symlink_to(Path(sys.executable).resolve())
+        (venv / "lib").symlink_to(real / "lib")
+        (venv / "pyvenv.cfg").write_text((real / "pyvenv.cfg").read_text(encoding="utf-8"), encoding="utf-8")
+        checkout = str(Path(__file__).resolve().parents[2])
+        script.write_text(
+            f"#!{venv / 'bin' / 'python'}\nimport os, sys\nsys.path.insert(0, {checkout!r})\n"
+            f"os.environ['PYTHONPATH'] = {checkout!r}\nfrom kbkit.entry import main\nsys.exit(main())\n",
+            encoding="utf-8",
+        )
+        script.chmod(0o755)
+    return [str(script)]
+
+
 def kbkit_in_process(
     *args: str, env: Mapping[str, str | None] | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -4,6 +4,13 @@ one skips its tests, or fails them under CI (peers/required.py)."""
 
 from __future__ import annotations
 
+import queue
+import re
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tests.peers.required import missing
@@ -30,3 +37,29 @@ def require(entry: Path, what: str) -> tuple[str, str]:
     if not entry.is_file():
         missing(what)
     return str(NODE), str(entry)
+
+
+LISTENING = re.compile(r"Listening on (http://127\.0\.0\.1:\d+)")
+"""What Playwright MCP prints once it serves HTTP."""
+
+
+@contextmanager
+def playwright_http(deadline: float = 60.0) -> Iterator[str]:
+    """Playwright MCP serving streamable HTTP on a loopback port it picks (`--port 0`): its `/mcp`
+    URL, read from the line it prints once listening. Stopped on exit."""
+    node, entry = require(PLAYWRIGHT_MCP, "@playwright/mcp")
+    argv = [node, entry, PLAYWRIGHT_CAPS, "--host", "127.0.0.1", "--port", "0"]
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert server.stdout is not None
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(
+            target=lambda: [lines.put(line) for line in server.stdout or ()], daemon=True
+        ).start()
+        end = time.monotonic() + deadline
+        while (found := LISTENING.search(lines.get(timeout=max(end - time.monotonic(), 0.01)))) is None:
+            pass
+        yield f"{found.group(1)}/mcp"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

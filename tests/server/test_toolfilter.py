@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from kbkit.server.toolfilter import ToolFilter
 from tests.helpers.http import TEST_TOKEN, HttpServer
 from tests.helpers.project import make_project
 from tests.peers.launch import forked_kbkit
-from tests.peers.node import SERVER_MEMORY, require
+from tests.peers.node import SERVER_MEMORY, playwright_http, require
 
 pytestmark = pytest.mark.anyio
 
@@ -101,6 +102,33 @@ async def test_a_remote_server_through_the_relay_offers_only_the_tools_the_team_
             await client.call_tool("get_document", {"path": "notes.txt"})
         found = await client.call_tool("search", {"query": "guard sequence"})
         assert not found.is_error
+
+
+@pytest.fixture(scope="module")
+def playwright() -> Iterator[str]:
+    with playwright_http() as url:
+        yield url
+
+
+KEEP = ["browser_click", "browser_navigate", "browser_snapshot", "browser_type", "browser_wait_for"]
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_many_tool_server_over_http_offers_only_the_tools_the_team_allows(
+    tmp_path: Path, playwright: str, mode: str
+) -> None:
+    """Playwright MCP (71 tools) serving streamable HTTP, a team server `url` with `tools`: the relay
+    (`kbkit run`) lists only those five, and refuses a call to any other without sending it."""
+    config = f'[kb]\npath = "docs"\n[servers.browser]\nurl = "{playwright}"\ntools = {json.dumps(KEEP)}\n'
+    root = make_project(tmp_path / "p", config=config)
+    async with Client(stdio_client(run_entry(root, "browser")), mode=mode, cache=None) as client:
+        assert sorted(tool.name for tool in (await client.list_tools()).tools) == KEEP
+        with pytest.raises(MCPError, match="'browser_close' is not a tool of browser here"):
+            await client.call_tool("browser_close", {})
+        with pytest.raises(MCPError, match="'browser_evaluate' is not a tool of browser here"):
+            await client.call_tool("browser_evaluate", {"function": "() => 1"})
+        assert len((await client.list_tools()).tools) == len(KEEP)  # the session goes on after a refusal
 
 
 def test_sync_never_writes_a_filtered_remote_server_plainly(tmp_path: Path) -> None:

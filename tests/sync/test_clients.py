@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, START_UP_SECONDS, clients_table
+from kbkit.catalog.clients import CLIENTS, DEFAULT_CLIENTS, START_UP_SECONDS, clients_table, tool_keys_table
 from kbkit.config import load_settings
 from kbkit.sync.planner import sync
 from tests.helpers.paths import REPO
@@ -47,6 +47,12 @@ def test_the_sync_page_s_client_table_is_the_client_table() -> None:
     block = re.search(r"<!-- clients:start -->\n(.*?)<!-- clients:end -->", readme, re.DOTALL)
     assert block is not None and block.group(1) == clients_table()
     assert len(CLIENTS) >= 35
+
+
+def test_the_servers_page_s_tool_filter_table_is_the_client_table_s() -> None:
+    page = (REPO / "docs" / "servers.md").read_text()
+    block = re.search(r"<!-- tool-keys:start -->\n(.*?)<!-- tool-keys:end -->", page, re.DOTALL)
+    assert block is not None and block.group(1) == tool_keys_table()
 
 
 def test_docs_clients_cites_a_source_for_every_agent() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kbkit.catalog.accepts import refusals
 from kbkit.catalog.clients import CLIENTS
 from kbkit.config import load_settings
 from kbkit.errors import SyncRefused
@@ -222,6 +223,42 @@ def test_start_up_timeouts_follow_the_server_s_own_in_each_client_s_unit(tmp_pat
     assert entry_of(root, "opencode", "tracker")["timeout"] == 90_000
     assert entry_of(root, "qwen", "tracker")["discoveryTimeoutMs"] == 90_000
     assert entry_of(root, "codex", "wiki")["startup_timeout_sec"] == 60
+
+
+FILTERED = TEAM.replace(
+    'preapprove = ["list_issues"]',
+    'preapprove = ["list_issues"]\ntools = ["list_issues", "get_issue"]\nexclude_tools = ["get_issue"]',
+)
+NATIVE = {
+    "gemini": {"includeTools": ["list_issues", "get_issue"], "excludeTools": ["get_issue"]},
+    "qwen": {"includeTools": ["list_issues", "get_issue"], "excludeTools": ["get_issue"]},
+    "codex": {"enabled_tools": ["list_issues", "get_issue"], "disabled_tools": ["get_issue"]},
+    "factory": {"enabledTools": ["list_issues", "get_issue"], "disabledTools": ["get_issue"]},
+    "kiro": {"disabledTools": ["get_issue"]},  # Kiro only hides tools: the allow list is kbkit's alone
+}
+"""The team's filter in each agent's own keys, where it has per-server ones (docs/servers.md)."""
+
+
+def test_the_clients_with_their_own_tool_filter_are_those_above() -> None:
+    assert {name for name, client in CLIENTS.items() if client.tool_keys is not None} == set(NATIVE)
+
+
+@pytest.mark.git
+def test_a_filtered_server_s_tools_are_written_in_each_agent_s_own_filter_too(tmp_path: Path) -> None:
+    root = team_repo(tmp_path, ALL, FILTERED)
+    report = run_sync(root)
+    assert not [o for o in report.outcomes if o.action == "conflict"]
+    kbkit = render.kbkit_command()
+    for name, client in CLIENTS.items():
+        tracker = entry_of(root, name, "tracker")
+        keys = client.tool_keys
+        native = {key: tracker[key] for key in (keys.allow, keys.deny) if key in tracker} if keys else {}
+        assert native == NATIVE.get(name, {}), name
+        assert argv_of(tracker, client.template)[-4:] == ["run", "tracker", "--root", str(root.resolve())]
+        assert argv_of(tracker, client.template)[0] == kbkit[0]  # kbkit's own filter stays
+        assert not refusals(name, tracker), name
+        assert not set(NATIVE.get(name, {})) & set(entry_of(root, name, "wiki")), name  # unfiltered
+    assert run_sync(root, mode="check").failures == []  # written as sync wants it: nothing stale
 
 
 @pytest.mark.git
