@@ -5,6 +5,7 @@ into the best-ranked one. Each rule can be left out for measuring (`rules_off`).
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import sqlite3
 import sys
@@ -303,17 +304,18 @@ def changelogs_demoted(ranked: list[Ranked]) -> list[Ranked]:
     return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
 
 
-def names_of(path: str, title: str) -> list[frozenset[str]]:
+@functools.lru_cache(maxsize=1 << 16)
+def names_of(path: str, title: str) -> tuple[frozenset[str], ...]:
     """What a document is called, each as the set of its words as the naming rules compare them
     (`stems`, lower-cased first so `VitePress` is one word): its title, its file name (an
     INDEX_NAMES file: its folder's) and its folder and file name together (`widgets/digits.md`:
-    "digits widget")."""
+    "digits widget"). Kept per document: every search weighs a hundred candidates by them."""
     *folders, name = path.split("/")
     name = stem(name)
     if name.lower() in INDEX_NAMES and folders:
         name = folders.pop()
     called = [title, name] + ([f"{folders[-1]} {name}"] if folders else [])
-    return [frozenset(stems(text.lower())) for text in called]
+    return tuple(frozenset(stems(text.lower())) for text in called)
 
 
 def exact(ranked: list[Ranked], query: str) -> list[Ranked]:
