@@ -163,6 +163,20 @@ class KnowledgeBase:
         self.registry = Registry(settings.parsers, sites.markup_of(settings.kb_path))
         self._setup_hybrid()
 
+    def rank(self, query: str, **options: Unpack[search.SearchOptions]) -> search.Ranking:
+        """A search's first step alone (`search.shape` serves the hits chosen from it): a server
+        reading several indexes ranks in each, then shapes only the hits it keeps."""
+        return search.rank(
+            self.store,
+            self.registry,
+            query,
+            dense=self.dense_ranker(),
+            limit=options.get("limit", search.DEFAULT_LIMIT),
+            path_prefix=options.get("path_prefix"),
+            seconds=options.get("seconds"),
+            lexical_weight=options.get("lexical_weight"),
+        )
+
     def search(self, query: str, **options: Unpack[search.SearchOptions]) -> search.SearchResult:
         return search.search(self.store, self.registry, query, dense=self.dense_ranker(), **options)
 

@@ -22,8 +22,9 @@ from kbkit.config.restricted import PUBLIC, Folders, Reader
 from kbkit.errors import DocumentRefused
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.documents import Document, IndexedDocument, check_path
-from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, SearchOptions, SearchResult
-from kbkit.kb.search.results import merged
+from kbkit.kb.search import DEFAULT_LIMIT, DEFAULT_MAX_TOKENS, Ranking, SearchOptions, SearchResult, shape
+from kbkit.kb.search.ranking import Ranked, named_exactly
+from kbkit.kb.search.results import Hit, within_budget
 
 Denied = Callable[[str], None]
 """Told the restricted folder a request asked for without the grant (its audit line says so)."""
@@ -102,22 +103,58 @@ class View:
         self.narrowed = tuple(path.strip("/") for path in narrowed)
 
     def search(self, query: str, **options: Unpack[SearchOptions]) -> SearchResult:
+        """One search over the parts read: each index ranks with its own statistics, the best
+        `limit` hits of all are kept by score, and only those are shaped, each by its own index."""
         if not self.parts:
             return SearchResult(note=self.closed())
         prefixes = self._prefixes(options.get("path_prefix") or "")
-        found = []
-        for part in self.parts:
-            for prefix in prefixes:
-                under: SearchOptions = {**options, "path_prefix": prefix}
-                found.append(_narrowed(part.kb.search(query, **under), self._within))
-        if not found:
+        if not prefixes:
             outside = (
                 f"path_prefix {options.get('path_prefix')!r} is outside what this token reads "
                 f"({', '.join(self.narrowed)}); drop it or search under those"
             )
             return SearchResult(note=outside, empty_note=outside)
+        if len(self.parts) == 1 and not self.narrowed:
+            return self.parts[0].kb.search(query, **options)
+        rankings = []
+        for part in self.parts:
+            for prefix in prefixes:
+                under: SearchOptions = {**options, "path_prefix": prefix}
+                rankings.append(self._narrow(part.kb.rank(query, **under)))
         limit = options.get("limit", DEFAULT_LIMIT)
-        return merged(found, limit, options.get("max_tokens", DEFAULT_MAX_TOKENS))
+        seen: set[str] = set()
+        chosen: list[tuple[int, Ranked]] = []
+        named = named_exactly(query)  # a page the query names goes first, whichever index holds it
+        for _, order, hit in sorted(
+            ((hit.score, order, hit) for order, found in enumerate(rankings) for hit in found.hits),
+            key=lambda item: (not named(item[2]), -item[0], item[1]),
+        ):
+            if hit.path not in seen and len(chosen) < limit:
+                seen.add(hit.path)
+                chosen.append((order, hit))
+        top = chosen[0][1].score if chosen and chosen[0][1].score > 0 else 1.0
+        served: dict[tuple[int, int], Hit] = {}
+        empty = []
+        for order, found in enumerate(rankings):
+            mine = [hit for number, hit in chosen if number == order]
+            result = shape(found, mine, max_tokens=None, top=top)
+            served |= {(order, ranked.doc_id): hit for ranked, hit in zip(mine, result.results, strict=True)}
+            empty += [result.empty_note] if result.empty_note else []
+        words = [note for note in empty if note.startswith("no document contains")]
+        return within_budget(
+            [served[(order, hit.doc_id)] for order, hit in chosen],
+            options.get("max_tokens", DEFAULT_MAX_TOKENS),
+            top=top,
+            query_notes=shape(rankings[0], [], max_tokens=None).query_notes,
+            empty_note=None if chosen else next(iter(words or empty), None),
+        )
+
+    def _narrow(self, found: Ranking) -> Ranking:
+        """`found` without hits or near-copies outside what a narrowed token reads."""
+        if self.narrowed:
+            found.hits = [hit for hit in found.hits if self._within(hit.path)]
+            found.folded = {doc: [p for p in paths if self._within(p)] for doc, paths in found.folded.items()}
+        return found
 
     def _prefixes(self, asked: str) -> list[str]:
         """The path prefixes a search runs under: the one asked for, within the token's paths."""
@@ -199,14 +236,6 @@ class View:
             "the server's restricted folders changed since it started; nothing is served until it "
             "restarts (ask its operator)"
         )
-
-
-def _narrowed(result: SearchResult, within: Callable[[str], bool]) -> SearchResult:
-    """`result` without hits, near-copies or translations outside what the token reads."""
-    for hit in result.results:
-        hit.folded = [path for path in hit.folded if within(path)]
-    result.results = [hit for hit in result.results if within(hit.path)]
-    return result
 
 
 def _paths(folders: Folders) -> dict[str, frozenset[str]]:

@@ -20,8 +20,11 @@ from kbkit.kb.search.core import (
     MAX_LIMIT,
     MIN_MAX_TOKENS,
     SEARCH_SECONDS,
+    Ranking,
     SearchOptions,
+    rank,
     search,
+    shape,
 )
 from kbkit.kb.search.fusion import DenseRanker
 from kbkit.kb.search.naming import named, names_member
@@ -43,13 +46,16 @@ __all__ = [
     "CompiledQuery",
     "DenseRanker",
     "Hit",
+    "Ranking",
     "SearchOptions",
     "SearchResult",
     "compile_query",
     "marker",
     "named",
     "names_member",
+    "rank",
     "search",
+    "shape",
     "search_sql",
     "snippet_window",
 ]

@@ -9,7 +9,7 @@ import functools
 import math
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -318,16 +318,23 @@ def names_of(path: str, title: str) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(stems(text.lower())) for text in called)
 
 
+def named_exactly(query: str) -> Callable[[Ranked], bool]:
+    """Whether a hit is one the query names exactly (`exact`): also what orders the hits of several
+    indexes merged, each ranked by its own scores (kbkit/server/grants.py)."""
+    words = frozenset(stems(query.lower()))
+    if not words or not on("exact matches"):
+        return lambda hit: False
+    return lambda hit: words in names_of(hit.path, hit.title)
+
+
 def exact(ranked: list[Ranked], query: str) -> list[Ranked]:
     """`ranked` with the documents the query names exactly first, each group in its order: one of
     a document's `names_of` is the query's words, no word more and none fewer, stop words and
     question words aside ("what is vitepress" names `what-is-vitepress.md`). Applied after the
     fusion with vectors as well: a page called what was asked for outranks every page that only
     holds the words or means something close, however often others refer to those (docs/adr/0067)."""
-    words = frozenset(stems(query.lower()))
-    if not words or not on("exact matches"):
-        return ranked
-    named = [hit for hit in ranked if words in names_of(hit.path, hit.title)]
+    is_named = named_exactly(query)
+    named = [hit for hit in ranked if is_named(hit)]
     if not named:
         return ranked
     ids = {hit.doc_id for hit in named}

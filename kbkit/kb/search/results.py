@@ -4,7 +4,7 @@ why nothing was found or what was left out."""
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kbkit.kb import passages
@@ -87,10 +87,12 @@ def shaped(
     servable: set[str],
     max_tokens: int | None,
     compiled: CompiledQuery,
+    top: float | None = None,
 ) -> SearchResult:
-    """The hits as served, scores relative to the first, cut where `max_tokens` runs out, and the
-    notes saying what was cut or folded (the caller adds why nothing was found)."""
-    top = hits[0].score if hits and hits[0].score > 0 else 1.0
+    """The hits as served, scores relative to `top` (default: the first's), cut where `max_tokens`
+    runs out, and the notes saying what was cut or folded (the caller adds why nothing was found)."""
+    if top is None or top <= 0:
+        top = hits[0].score if hits and hits[0].score > 0 else 1.0
     served = [
         Hit(
             path=ranked_hit.path,
@@ -165,24 +167,6 @@ def legend(folds: int, translated: int) -> list[str]:
             "in that language's folder, or with its suffix)"
         )
     return notes
-
-
-def merged(parts: list[SearchResult], limit: int, max_tokens: int | None) -> SearchResult:
-    """One result from the results of several indexes (the partitions a principal may read): the
-    best `limit` hits by raw score, scores relative to the new first, the budget applied again."""
-    if len(parts) == 1:
-        return parts[0]
-    scored = sorted(
-        ((hit.score * part.top, order, hit) for order, part in enumerate(parts) for hit in part.results),
-        key=lambda item: (-item[0], item[1]),
-    )[:limit]
-    top = scored[0][0] if scored and scored[0][0] > 0 else 1.0
-    hits = [replace(hit, score=round(raw / top, 3)) for raw, _, hit in scored]
-    notes = [part.empty_note for part in parts if part.empty_note]
-    empty = next(
-        (note for note in notes if note.startswith("no document contains")), notes[0] if notes else None
-    )
-    return within_budget(hits, max_tokens, top=top, query_notes=parts[0].query_notes, empty_note=empty)
 
 
 ALSO = 2
