@@ -76,6 +76,7 @@ def token_list(
         typer.echo(
             f"{row['name']}  {row['scope']}  created {row['created']}  "
             f"expires {row['expires'] or 'never'}  last used {row['last_used'] or 'never'}  {row['state']}"
+            + (f"  only {', '.join(row['paths'])}" if row.get("paths") else "")
         )
 
 
