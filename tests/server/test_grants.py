@@ -196,19 +196,25 @@ async def test_ranking_statistics_come_from_what_the_principal_reads(served: Any
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_change_in_a_restricted_folder_is_heard_only_by_its_readers(served: Any, mode: str) -> None:
+    """Each subscribes to a restricted page, a public one, and a restricted path that does not
+    exist yet (an attacker's way to learn when it is created); then pages change, one is created
+    in the folder, and the public one moves into it."""
     root, server, alice, mallory = served
-    heard: dict[str, list[str]] = {"alice": [], "mallory": []}
+    heard: dict[str, list[tuple[str, str]]] = {"alice": [], "mallory": []}
+    updated, listed = "notifications/resources/updated", "notifications/resources/list_changed"
 
     async def listen(name: str, token: str, ready: anyio.Event) -> None:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared.subscriptions import ResourceUpdated
 
         async def on_message(message: Any) -> None:
-            method = getattr(getattr(message, "root", message), "method", None)
+            root_message = getattr(message, "root", message)
+            method = getattr(root_message, "method", None)
             if isinstance(method, str):
-                heard[name].append(method)
+                uri = getattr(getattr(root_message, "params", None), "uri", "")
+                heard[name].append((method, str(uri or "")))
 
-        uris = ["kb://doc/security/keys.md", "kb://doc/guide.md"]
+        uris = ["kb://doc/security/keys.md", "kb://doc/guide.md", "kb://doc/security/guide.md"]
         async with (
             httpx2.AsyncClient(headers=bearer(token), timeout=30) as http,
             Client(
@@ -226,8 +232,13 @@ async def test_a_change_in_a_restricted_folder_is_heard_only_by_its_readers(serv
             async with client.listen(resources_list_changed=True, resource_subscriptions=uris) as events:
                 ready.set()
                 async for event in events:
-                    updated = isinstance(event, ResourceUpdated)
-                    heard[name].append(f"notifications/resources/{'updated' if updated else 'list_changed'}")
+                    if isinstance(event, ResourceUpdated):
+                        heard[name].append((updated, event.uri))
+                    else:
+                        heard[name].append((listed, ""))
+
+    def count(name: str, method: str, uri: str = "") -> int:
+        return sum(1 for m, u in heard[name] if m == method and (not uri or u == uri))
 
     async with anyio.create_task_group() as group:
         ready = [anyio.Event(), anyio.Event()]
@@ -238,15 +249,17 @@ async def test_a_change_in_a_restricted_folder_is_heard_only_by_its_readers(serv
         await anyio.sleep(1)  # the watcher is registered: a change now is noticed
         (root / "docs" / "security" / "keys.md").write_text("# Key rotation\n\nnew text\n", encoding="utf-8")
         (root / "docs" / "security" / "new.md").write_text("# New\n\nrestricted\n", encoding="utf-8")
-        await eventually(lambda: true(lambda: "notifications/resources/updated" in heard["alice"]))
+        await eventually(lambda: true(lambda: count("alice", updated, "kb://doc/security/keys.md")))
         (root / "docs" / "guide.md").write_text("# Deployment guide\n\nchanged\n", encoding="utf-8")
-        await eventually(lambda: true(lambda: heard["mallory"].count("notifications/resources/updated") >= 1))
-        await eventually(lambda: true(lambda: heard["alice"].count("notifications/resources/updated") >= 2))
+        await eventually(lambda: true(lambda: count("mallory", updated, "kb://doc/guide.md")))
+        before = count("alice", listed)
+        (root / "docs" / "guide.md").rename(root / "docs" / "security" / "guide.md")
+        await eventually(lambda: true(lambda: count("mallory", updated, "kb://doc/guide.md") >= 2))
+        await eventually(lambda: true(lambda: count("alice", listed) > before))
+        await anyio.sleep(1)  # anything more for mallory would have come by now
         group.cancel_scope.cancel()
-    assert heard["mallory"].count("notifications/resources/updated") == 1
-    assert heard["mallory"].count("notifications/resources/list_changed") <= heard["alice"].count(
-        "notifications/resources/list_changed"
-    )
+    assert [u for m, u in heard["mallory"] if "security" in u] == []
+    assert count("alice", updated, "kb://doc/security/keys.md") >= 1
 
 
 async def test_a_grant_revoked_while_serving_applies_to_the_next_request(served: Any) -> None:
