@@ -163,7 +163,7 @@ class KnowledgeBase:
         self.registry = Registry(settings.parsers, sites.markup_of(settings.kb_path))
         self._setup_hybrid()
 
-    def rank(self, query: str, **options: Unpack[search.SearchOptions]) -> search.Ranking:
+    def rank(self, query: str, share: float = 1.0, **options: Unpack[search.SearchOptions]) -> search.Ranking:
         """A search's first step alone (`search.shape` serves the hits chosen from it): a server
         reading several indexes ranks in each, then shapes only the hits it keeps."""
         return search.rank(
@@ -175,6 +175,7 @@ class KnowledgeBase:
             path_prefix=options.get("path_prefix"),
             seconds=options.get("seconds"),
             lexical_weight=options.get("lexical_weight"),
+            share=share,
         )
 
     def search(self, query: str, **options: Unpack[search.SearchOptions]) -> search.SearchResult:

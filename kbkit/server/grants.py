@@ -117,10 +117,12 @@ class View:
         if len(self.parts) == 1 and not self.narrowed:
             return self.parts[0].kb.search(query, **options)
         rankings = []
-        for part in self.parts:
+        sizes = [part.kb.store.count_documents() for part in self.parts]
+        for part, size in zip(self.parts, sizes, strict=True):
+            share = size / max(1, sum(sizes))  # together, the pools of one index
             for prefix in prefixes:
                 under: SearchOptions = {**options, "path_prefix": prefix}
-                rankings.append(self._narrow(part.kb.rank(query, **under)))
+                rankings.append(self._narrow(part.kb.rank(query, share, **under)))
         limit = options.get("limit", DEFAULT_LIMIT)
         seen: set[str] = set()
         chosen: list[tuple[int, Ranked]] = []

@@ -27,6 +27,8 @@ POOL = 100
 """At least this many BM25 candidates are weighed by the reference prior before the cut to `limit`."""
 PASSAGE_POOL = 300
 """The best-matching passages of the whole index weighed beside the documents' own scores."""
+PASSAGE_FLOOR = 50
+"""The fewest passages pooled in an index searched beside others (`rank`'s `share`)."""
 SEARCH_SECONDS = 10.0
 """A search's time budget. The work per hit is bounded (snippet windows, marks); what is left is
 SQLite's ranking, which the budget stops: the caller gets a QueryError saying how to narrow it."""
@@ -103,8 +105,11 @@ def rank(
     dense: DenseRanker | None = None,
     seconds: float | None = None,
     lexical_weight: float | None = None,
+    share: float = 1.0,
 ) -> Ranking:
-    """The first step of a search: the best `limit` documents, copies and translations folded."""
+    """The first step of a search: the best `limit` documents, copies and translations folded.
+    `share`: this index's part of the documents searched together (several indexes, one search):
+    its pools shrink to match, so the search weighs as many candidates as one index would."""
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise QueryError(f"limit must be a whole number from 1 to {MAX_LIMIT}")
     compiled = compile_query(query)
@@ -115,11 +120,12 @@ def rank(
         prefix.encode("utf-8")
     except UnicodeEncodeError:
         raise QueryError("path_prefix is not valid Unicode (it holds a lone surrogate)") from None
-    pool = max(limit + FOLD_MARGIN, POOL)
+    pool = max(limit + FOLD_MARGIN, round(POOL * share))
+    passage_pool = max(PASSAGE_FLOOR, round(PASSAGE_POOL * share))
     conn = store.reader()
     budget_seconds = SEARCH_SECONDS if seconds is None else seconds
     with _budget(conn, budget_seconds, store):
-        pool_passages = passages.pooled(conn, compiled.match, PASSAGE_POOL, prefix=prefix)
+        pool_passages = passages.pooled(conn, compiled.match, passage_pool, prefix=prefix)
         best = {doc_id: found[0] for doc_id, found in pool_passages.items()}
         lexical = ranking.lexical(conn, compiled.match, prefix, pool)
         ranked = ranking.combined(conn, lexical, best, pool)
