@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import random
 import re
 import sys
@@ -73,6 +74,14 @@ GOAL = 0.90
 PARTICLE_QUESTIONS = Path(__file__).parent / "data" / "ko_particle_questions.toml"
 """Korean questions whose words carry their particles, written blind (the file says how)."""
 PARTICLE_ROW = "ko, particles (blind)"
+NEEDS = {
+    "icu": ("icu", "pyicu-wheels"),
+    "icu+bigram": ("icu", "pyicu-wheels"),
+    "kiwi": ("kiwipiepy", "kiwipiepy"),
+    "fts5-seg": ("kiwipiepy", "kiwipiepy"),
+    "mecab-q": ("mecab_ko", "mecab-ko"),
+}
+"""The module each bench-only method imports, and the package that has it."""
 OLD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _EXAMPLE = re.compile(r"^- (.+?)[:：]\s*$", re.MULTILINE)
 _CODE = re.compile(r"`[^`]*`|\{\{[^}]*\}\}|<[^>]*>|\[[^\]]*\]")
@@ -157,7 +166,7 @@ def _icu_and_bigrams(run: str, kind: str) -> list[str]:
     return pieces if kind == "hangul" else pieces + _icu_words(run)
 
 
-_HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff]+")
+_HANGUL = re.compile(f"[{segment._HANGUL}]+")
 _CONTENT_TAGS = frozenset(("NNG", "NNP", "NR", "NP", "VV", "VA", "XR", "SL", "SH", "MAG"))
 """The morphemes a Korean analyzer's methods keep: nouns, verb and adjective roots, foreign words,
 adverbs (Sejong tags, which kiwipiepy and mecab-ko share); particles and endings are left out."""
@@ -386,6 +395,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if "hybrid" in args.methods.split(",") and (why := hybrid_available()) is not None:
         parser.error(f"the hybrid method needs hybrid search to run: {why}")
+    for name in args.methods.split(","):
+        if (package := NEEDS.get(name)) and importlib.util.find_spec(package[0]) is None:
+            parser.error(f"the {name} method needs {package[1]}: pip install {package[1]}")
     options: dict[str, Any] = {
         "languages": args.languages.split(","),
         "methods": args.methods.split(","),

@@ -163,9 +163,10 @@ def korean_stem(word: str) -> str:
 
 PHRASE_KINDS: frozenset[str] = frozenset(("hangul",))
 """The kinds of run a query searches as one phrase of its pieces, not piece by piece: Hangul, since
-Korean is written with spaces and a run is one word (`파일을` must be found whole, not as 파일 and
-일을 apart). A run of Han, kana or Thai may be a whole question typed without spaces, which a
-phrase would ask for verbatim: those are searched piece by piece (docs/adr/0053 has both measured)."""
+Korean is written with spaces and a run is one word (the stem of `클래스를` must be found whole,
+not as 클래 and 래스 apart). A run of Han, kana or Thai may be a whole question typed without
+spaces, which a phrase would ask for verbatim: those are searched piece by piece (docs/adr/0053
+has both measured)."""
 MAX_QUERY_RUN = 4096
 """At most this many characters of one run of unspaced script in a query are cut into pieces (a
 query searches at most search.MAX_TERMS of them anyway)."""
