@@ -16,36 +16,46 @@ Methods, each indexing every language afresh through `KnowledgeBase` in the same
 - `bigram`: CJK, Hangul and Thai bigrams indexed, a query's bigrams each a term (Lucene's
   CJKAnalyzer with OR-joined terms): the baseline;
 - `kbkit`: what kbkit ships (kbkit/kb/segment.py): the same bigrams, a Korean query word searched
-  as a phrase of its bigrams;
+  as a phrase of its stem's bigrams (the particle or ending dropped by a list: `korean_stem`);
+- `ko-whole`: as kbkit, a Korean query word's own bigrams as the phrase, particle kept (before
+  docs/adr/0072);
 - `phrase-all`: every query run (Han, kana, Thai too) searched as a phrase of its bigrams;
 - `icu`, `icu+bigram`: ICU's dictionary word breaks (Chinese, Japanese, Thai; PyICU) in place of
-  or beside the bigrams; `ko-stem`: Korean particles stripped beside the bigrams;
+  or beside the bigrams;
+- `kiwi`: a Korean analyzer's morphemes (kiwipiepy: nouns, roots, foreign words) indexed beside the
+  bigrams and searched for a Korean query word; `mecab-q`: mecab-ko's morphemes of a Korean
+  query word, each a phrase of its bigrams, over kbkit's index;
+- `fts5-seg` (Korean only): plain FTS5 (`unicode61`, `bm25`) over pages and questions cut into
+  kiwipiepy's morphemes beforehand, what a team could write with an analyzer;
 - `hybrid`: what kbkit ships with `[search] semantic = true` (the `semantic` extra): kbkit's
   words fused with the packaged embedding model's vectors, embedded in the run (minutes a
   language). The model was trained on English: this says whether turning it on costs a team in
   another language anything.
 
 Chinese, Japanese and Thai questions are also asked typed without spaces (`存档文件`), as people
-there often type them.
+there often type them. Korean is also asked the 36 questions of `data/ko_particle_questions.toml`,
+whose words carry particles as people type them (`파일을`, `설정에서`), written blind.
 
     .venv/bin/python -m bench.multilingual [--data DIR] [--per-language 50] [--seed 7]
         [--methods fts5,bigram,kbkit,phrase-all,icu] [--languages zh,ja,...]
 
-Question generation needs `rjieba` and `pythainlp`, the icu methods `pyicu-wheels` (or PyICU):
-bench-only, none is a kbkit dependency.
+Question generation needs `rjieba` and `pythainlp`, the icu methods `pyicu-wheels` (or PyICU),
+`kiwi` and `fts5-seg` kiwipiepy, `mecab-q` mecab-ko: bench-only, none is a kbkit dependency.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import random
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from bench._util import data_dir, print_table, unpack
@@ -53,12 +63,25 @@ from bench.search_quality import hybrid_available
 from kbkit.config import load_settings
 from kbkit.kb import segment
 from kbkit.kb.base import KnowledgeBase
+from kbkit.kb.evaluation.baselines import Fts5Baseline, page
+from kbkit.kb.evaluation.questions import load_questions
 from kbkit.kb.search import STOP_WORDS
 
 LANGUAGES = ("en", "zh", "zh_TW", "ja", "ko", "th", "ru", "ar", "de")
 TARGETS = {"ko": 0.80}
 """success@5 goal per language (0.90 for the rest)."""
 GOAL = 0.90
+PARTICLE_QUESTIONS = Path(__file__).parent / "data" / "ko_particle_questions.toml"
+"""Korean questions whose words carry their particles, written blind (the file says how)."""
+PARTICLE_ROW = "ko, particles (blind)"
+NEEDS = {
+    "icu": ("icu", "pyicu-wheels"),
+    "icu+bigram": ("icu", "pyicu-wheels"),
+    "kiwi": ("kiwipiepy", "kiwipiepy"),
+    "fts5-seg": ("kiwipiepy", "kiwipiepy"),
+    "mecab-q": ("mecab_ko", "mecab-ko"),
+}
+"""The module each bench-only method imports, and the package that has it."""
 OLD_TOKENIZER = "porter unicode61 remove_diacritics 2"
 _EXAMPLE = re.compile(r"^- (.+?)[:：]\s*$", re.MULTILINE)
 _CODE = re.compile(r"`[^`]*`|\{\{[^}]*\}\}|<[^>]*>|\[[^\]]*\]")
@@ -143,27 +166,59 @@ def _icu_and_bigrams(run: str, kind: str) -> list[str]:
     return pieces if kind == "hangul" else pieces + _icu_words(run)
 
 
-PARTICLES = sorted(
-    "을 를 이 가 은 는 에 에서 의 로 으로 와 과 도 만 까지 부터 에게 한테 께 처럼 "
-    "보다 이나 나 랑 이랑 라는 이라는 으로서 로서 으로써 로써 에게서 마다 조차 "
-    "밖에 뿐 하고 이며 며 인 할 한 된 될 하는 하여 해서 합니다 입니다".split(),
-    key=len,
-    reverse=True,
-)
-"""Korean particles and common endings (bench variant `ko-stem`): longest first."""
+_HANGUL = re.compile(f"[{segment._HANGUL}]+")
+_CONTENT_TAGS = frozenset(("NNG", "NNP", "NR", "NP", "VV", "VA", "XR", "SL", "SH", "MAG"))
+"""The morphemes a Korean analyzer's methods keep: nouns, verb and adjective roots, foreign words,
+adverbs (Sejong tags, which kiwipiepy and mecab-ko share); particles and endings are left out."""
 
 
-def _korean_stem(word: str) -> str:
-    for particle in PARTICLES:
-        if word.endswith(particle) and len(word) > len(particle):
-            return word[: -len(particle)]
-    return word
+@functools.cache
+def _kiwi() -> Any:
+    from kiwipiepy import Kiwi
+
+    return Kiwi()
 
 
-def _ko_stem(run: str, kind: str) -> list[str]:
+@functools.cache
+def _mecab() -> Any:
+    import mecab_ko
+
+    return mecab_ko.Tagger()
+
+
+@functools.lru_cache(maxsize=200_000)
+def _kiwi_words(run: str) -> tuple[str, ...]:
+    return tuple(token.form for token in _kiwi().tokenize(run) if token.tag in _CONTENT_TAGS)
+
+
+def _mecab_words(run: str) -> tuple[str, ...]:
+    pairs = [line.split("\t", 1) for line in _mecab().parse(run).splitlines() if "\t" in line]
+    return tuple(form for form, feature in pairs if feature.split(",")[0] in _CONTENT_TAGS)
+
+
+def _kiwi_index(run: str, kind: str) -> list[str]:
     pieces = segment.bigrams(run, clustered=kind == "sea")
-    stem = _korean_stem(run) if kind == "hangul" else run
-    return pieces if stem == run else [stem, *pieces]
+    return pieces if kind != "hangul" else [*pieces, *(w for w in _kiwi_words(run) if w not in pieces)]
+
+
+def _korean_query(words_of: Callable[[str], tuple[str, ...]], *, phrases: bool) -> Any:
+    """segment.query_pieces with a Korean run's words found by an analyzer (`words_of`): each
+    searched as a phrase of its bigrams (`phrases`) or as the word the index holds."""
+    shipped = segment.query_pieces
+
+    def pieces(word: str) -> Iterator[tuple[str, bool]]:
+        for piece, cut in shipped(word):
+            if not (cut and _HANGUL.match(piece)):  # the shipped stem phrase: the analyzer's words instead
+                yield piece, cut
+        for run in _HANGUL.findall(word):
+            for form in words_of(run):
+                yield (" ".join(segment.bigrams(form)) if phrases else form), True
+
+    return pieces
+
+
+def _whole(word: str) -> str:
+    return word
 
 
 def _never(text: str) -> bool:
@@ -177,7 +232,7 @@ def _old_tokenizer() -> str:
 @contextmanager
 def method(name: str) -> Iterator[None]:
     """kbkit's segmentation swapped for the method `name` for the block (index and queries)."""
-    names = ("split_run", "has_unspaced", "tokenizer", "PHRASE_KINDS")
+    names = ("split_run", "has_unspaced", "tokenizer", "PHRASE_KINDS", "query_pieces", "korean_stem")
     saved: dict[str, Any] = {attr: getattr(segment, attr) for attr in names}
     if name == "fts5":
         segment.has_unspaced = _never
@@ -186,8 +241,13 @@ def method(name: str) -> Iterator[None]:
         segment.split_run = _icu
     elif name == "icu+bigram":
         segment.split_run = _icu_and_bigrams
-    elif name == "ko-stem":
-        segment.split_run = _ko_stem
+    elif name == "ko-whole":
+        segment.korean_stem = _whole
+    elif name == "kiwi":
+        segment.split_run = _kiwi_index
+        segment.query_pieces = _korean_query(_kiwi_words, phrases=False)
+    elif name == "mecab-q":
+        segment.query_pieces = _korean_query(_mecab_words, phrases=True)
     elif name == "bigram":
         segment.PHRASE_KINDS = frozenset()
     elif name == "phrase-all":
@@ -199,19 +259,45 @@ def method(name: str) -> Iterator[None]:
             setattr(segment, attr, value)
 
 
-def measure(kb: KnowledgeBase, asked: list[tuple[str, str]]) -> tuple[float, float, float]:
-    """success@5, MRR@10 and the median search time (ms)."""
+def measure(
+    rank: Callable[[str], list[list[str]]], asked: list[tuple[str, str]]
+) -> tuple[float, float, float]:
+    """success@5, MRR@10 and the median search time (ms); `rank` gives a question's top 10 hits,
+    each as the page names it stands for."""
     found, reciprocal, times = 0, 0.0, []
     for question, answer in asked:
         started = time.perf_counter()
-        hits = kb.search(question, limit=10, max_tokens=None).results
+        names = rank(question)
         times.append(time.perf_counter() - started)
-        names = [[Path(path).stem for path in (hit.path, *hit.folded)] for hit in hits]
-        rank = next((index + 1 for index, stems in enumerate(names) if answer in stems), None)
-        found += rank is not None and rank <= 5
-        reciprocal += 1 / rank if rank else 0.0
+        rank_of = next((index + 1 for index, stems in enumerate(names) if answer in stems), None)
+        found += rank_of is not None and rank_of <= 5
+        reciprocal += 1 / rank_of if rank_of else 0.0
     times.sort()
     return found / len(asked), reciprocal / len(asked), 1000 * times[len(times) // 2]
+
+
+def kbkit_ranks(kb: KnowledgeBase) -> Callable[[str], list[list[str]]]:
+    def rank(question: str) -> list[list[str]]:
+        hits = kb.search(question, limit=10, max_tokens=None).results
+        return [[Path(path).stem for path in (hit.path, *hit.folded)] for hit in hits]
+
+    return rank
+
+
+def _presegmented(text: str) -> str:
+    """`text` as a Korean morphological analyzer cuts it (kiwipiepy), the morphemes space-separated."""
+    return " ".join(token.form for token in _kiwi().tokenize(text))
+
+
+def presegmented_fts5(folder: Path) -> Callable[[str], list[list[str]]]:
+    """Plain FTS5 (unicode61, bm25) over the pages and questions cut into morphemes beforehand: the
+    baseline a Korean team could write with an analyzer and twenty lines."""
+    pages = [
+        page(str(path.relative_to(folder)), _presegmented(path.read_text(encoding="utf-8")))
+        for path in sorted(folder.rglob("*.md"))
+    ]
+    baseline = Fts5Baseline(pages)
+    return lambda question: [[Path(path).stem] for path in baseline.rank(_presegmented(question), 10)]
 
 
 UNSPACED = ("zh", "zh_TW", "ja", "th")
@@ -231,9 +317,21 @@ def run(data: Path, languages: list[str], methods: list[str], count: int, seed: 
         sets[lang] = (lang, asked)
         if lang in UNSPACED:
             sets[f"{lang}, typed unspaced"] = (lang, [(q.replace(" ", ""), answer) for q, answer in asked])
+        if lang == "ko":
+            blind = load_questions(PARTICLE_QUESTIONS).questions
+            sets[PARTICLE_ROW] = ("ko", [(q.text, PurePosixPath(q.answer).stem) for q in blind])
     figures: dict[tuple[str, str], tuple[float, float, float]] = {}
     index_seconds: dict[str, float] = {}
     for name in methods:
+        if name == "fts5-seg":  # Korean only: the analyzer knows no other language
+            started = time.perf_counter()
+            if "ko" in languages:
+                rank = presegmented_fts5(folders["ko"])
+                for label, (of, asked) in sets.items():
+                    if of == "ko":
+                        figures[(name, label)] = measure(rank, asked)
+            index_seconds[name] = time.perf_counter() - started
+            continue
         with method(name):
             index_seconds[name] = 0.0
             for lang in languages:
@@ -242,7 +340,7 @@ def run(data: Path, languages: list[str], methods: list[str], count: int, seed: 
                 semantic = "[search]\nsemantic = true\n" if name == "hybrid" else ""
                 config = f'[kb]\npath = "{folders[lang]}"\n{semantic}'
                 (root / "kbkit.toml").write_text(config, encoding="utf-8")
-                kb = KnowledgeBase.open(load_settings(root))
+                kb = KnowledgeBase.open(load_settings(root, as_written=True))  # the bench wrote it
                 try:
                     started = time.perf_counter()
                     kb.scan()
@@ -251,7 +349,7 @@ def run(data: Path, languages: list[str], methods: list[str], count: int, seed: 
                     index_seconds[name] += time.perf_counter() - started
                     for label, (of, asked) in sets.items():
                         if of == lang:
-                            figures[(name, label)] = measure(kb, asked)
+                            figures[(name, label)] = measure(kbkit_ranks(kb), asked)
                 finally:
                     kb.close()
             print(f"{name}: indexed in {index_seconds[name]:.1f} s", file=sys.stderr)
@@ -259,7 +357,12 @@ def run(data: Path, languages: list[str], methods: list[str], count: int, seed: 
     rows = []
     for label, (lang, asked) in sets.items():
         goal = TARGETS.get(lang, GOAL)
-        cells = [f"{figures[(name, label)][0]:.2f} / {figures[(name, label)][1]:.2f}" for name in methods]
+        cells = [
+            f"{figures[(name, label)][0]:.2f} / {figures[(name, label)][1]:.2f}"
+            if (name, label) in figures
+            else "-"
+            for name in methods
+        ]
         shipped = figures.get(("kbkit", label))
         if lang == "en":
             plain = figures.get(("fts5", label))
@@ -267,6 +370,11 @@ def run(data: Path, languages: list[str], methods: list[str], count: int, seed: 
                 "" if shipped is None or plain is None else ("met" if shipped[:2] == plain[:2] else "MISSED")
             )
             rows.append([label, str(len(asked)), *cells, "= fts5", met])
+            continue
+        if label == PARTICLE_ROW:  # the goal: plain FTS5 over analyzer-segmented text (docs/adr/0072)
+            plain = figures.get(("fts5-seg", label))
+            met = "" if shipped is None or plain is None else ("met" if shipped[0] >= plain[0] else "MISSED")
+            rows.append([label, str(len(asked)), *cells, ">= fts5-seg", met])
             continue
         met = "" if shipped is None else ("met" if shipped[0] >= goal else "MISSED")
         rows.append([label, str(len(asked)), *cells, f">= {goal:.2f}", met])
@@ -287,6 +395,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if "hybrid" in args.methods.split(",") and (why := hybrid_available()) is not None:
         parser.error(f"the hybrid method needs hybrid search to run: {why}")
+    for name in args.methods.split(","):
+        if (package := NEEDS.get(name)) and importlib.util.find_spec(package[0]) is None:
+            parser.error(f"the {name} method needs {package[1]}: pip install {package[1]}")
     options: dict[str, Any] = {
         "languages": args.languages.split(","),
         "methods": args.methods.split(","),

@@ -9,13 +9,16 @@ those scripts become the same pieces (kbkit/kb/search/query.py):
 - Han and kana (Chinese, Japanese): overlapping bigrams of each run, a lone character as itself
   (Lucene's CJKAnalyzer); `部署` then finds `部署指南`.
 - Hangul (Korean): the same bigrams, so `파일` finds `파일을` whatever particle follows; a
-  Korean query word is searched as a phrase of its bigrams (`PHRASE_KINDS`).
+  Korean query word is searched as a phrase of the bigrams of its stem, the particle or ending
+  dropped (`korean_stem`: `파일을` -> 파일, `설정에서` -> 설정), so it finds `파일이` and `설정의`
+  too. The index needs nothing more: a stem's bigrams are among its word's.
 - Thai, Lao, Khmer and Myanmar: overlapping bigrams of characters, combining marks kept with the
   letter they sit on (the tokenizer keeps them: `token_chars`).
 - Latin letters or digits glued to such a run (`使用kubectl部署`) as words of their own.
 
 The text served (snippets, passages, get_document) is the original: only tokens are added.
-docs/adr/0053 has the measurements behind bigrams over the dictionary segmenters.
+docs/adr/0053 has the measurements behind bigrams over the dictionary segmenters, 0072 those
+behind the Korean stem over a morphological analyzer.
 """
 
 from __future__ import annotations
@@ -134,11 +137,36 @@ def segmented(text: str) -> str:
     return " ".join(out)
 
 
+KOREAN_ENDINGS: tuple[str, ...] = tuple(
+    sorted(
+        "을 를 이 가 은 는 에 에서 의 로 으로 와 과 도 만 까지 부터 에게 한테 께 처럼 보다 이나 나 랑 이랑 "
+        "라는 이라는 으로서 로서 으로써 로써 에게서 마다 조차 밖에 뿐 하고 이며 며 인 할 한 된 될 하는 하여 "
+        "해서 합니다 입니다 하기 기 하려면 려면 으려면".split(),
+        key=len,
+        reverse=True,
+    )
+)
+"""Korean particles and the endings questions put on a word (`파일을`, `설정에서`, `포맷하기`),
+longest first. A list, not a morphological analyzer: on Korean questions whose words carry
+particles it finds the page as often as one (docs/adr/0072)."""
+MIN_KOREAN_STEM = 2
+"""At least this many syllables stay: `추가` and `결과` end in a particle's letter but are whole words."""
+
+
+def korean_stem(word: str) -> str:
+    """`word` without the particle or ending it ends with (KOREAN_ENDINGS): `파일을` -> 파일."""
+    for ending in KOREAN_ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= MIN_KOREAN_STEM:
+            return word[: -len(ending)]
+    return word
+
+
 PHRASE_KINDS: frozenset[str] = frozenset(("hangul",))
 """The kinds of run a query searches as one phrase of its pieces, not piece by piece: Hangul, since
-Korean is written with spaces and a run is one word (`파일을` must be found whole, not as 파일 and
-일을 apart). A run of Han, kana or Thai may be a whole question typed without spaces, which a
-phrase would ask for verbatim: those are searched piece by piece (docs/adr/0053 has both measured)."""
+Korean is written with spaces and a run is one word (the stem of `클래스를` must be found whole,
+not as 클래 and 래스 apart). A run of Han, kana or Thai may be a whole question typed without
+spaces, which a phrase would ask for verbatim: those are searched piece by piece (docs/adr/0053
+has both measured)."""
 MAX_QUERY_RUN = 4096
 """At most this many characters of one run of unspaced script in a query are cut into pieces (a
 query searches at most search.MAX_TERMS of them anyway)."""
@@ -147,7 +175,8 @@ query searches at most search.MAX_TERMS of them anyway)."""
 def query_pieces(word: str) -> Iterator[tuple[str, bool]]:
     """The pieces of one query word (a `\\w+` run), each with whether it is a segmented piece:
     a word without unspaced script is itself; `使用kubectl部署` gives itself (a field holding
-    it whole matches it as before), 使用, kubectl and 部署."""
+    it whole matches it as before), 使用, kubectl and 部署; `파일을` itself and its stem's bigrams
+    as a phrase (a stem of two syllables is one bigram: 파일)."""
     yield word, False
     if not has_unspaced(word):
         return
@@ -156,7 +185,8 @@ def query_pieces(word: str) -> Iterator[tuple[str, bool]]:
             yield match.group(), False
         else:
             kind = match.lastgroup or ""
-            pieces = split_run(match.group()[:MAX_QUERY_RUN], kind)
+            run = match.group()[:MAX_QUERY_RUN]
+            pieces = split_run(korean_stem(run) if kind == "hangul" else run, kind)
             if kind in PHRASE_KINDS and len(pieces) > 1:
                 yield " ".join(pieces), True  # searched as a phrase: the pieces side by side
             else:

@@ -66,6 +66,39 @@ def test_a_korean_word_is_found_whatever_particle_it_carries(kb: KnowledgeBase) 
     assert paths(kb, "아카이브 압축")[0] == "ko-tar.md"
 
 
+def test_a_korean_question_whose_words_carry_other_particles_than_the_page_finds_it(
+    kb: KnowledgeBase,
+) -> None:
+    # The page has 아카이브 파일을 ... 추출 and 파일 확장자를 ... 압축: no word of these is written so there.
+    assert paths(kb, "아카이브를 추출하려면")[0] == "ko-tar.md"
+    assert paths(kb, "확장자로 압축을")[0] == "ko-tar.md"
+    assert paths(kb, "명령어로 삭제하기")[0] == "ko-del.md"  # 명령어. and 삭제하는
+
+
+@pytest.mark.parametrize(
+    ("asked", "written"),
+    [
+        ("파일을", "파일이"),
+        ("설정에서", "설정의"),
+        ("클래스를", "클래스와"),
+        ("추출하려면", "추출된"),
+        ("포맷하기", "포맷합니다"),
+    ],
+)
+def test_the_index_and_the_query_cut_a_korean_word_alike(asked: str, written: str) -> None:
+    """A query word's stem phrase is made of pieces the index holds for the word with any ending."""
+    indexed = set(segment.segmented(f"{written} 다른 말").split())
+    cut = [piece for piece, is_cut in segment.query_pieces(asked) if is_cut]
+    assert cut == [" ".join(segment.bigrams(segment.korean_stem(asked)))]
+    assert set(cut[0].split()) <= indexed
+    assert segment.korean_stem(asked) == segment.korean_stem(written)
+
+
+@pytest.mark.parametrize("word", ["추가", "결과", "속도", "스케줄링", "파일"])
+def test_a_korean_word_that_only_looks_like_it_ends_in_a_particle_is_kept_whole(word: str) -> None:
+    assert segment.korean_stem(word) == word
+
+
 def test_a_thai_word_is_found_inside_a_sentence_without_spaces(kb: KnowledgeBase) -> None:
     assert paths(kb, "ไวรัส")[0] == "th-clamscan.md"  # in ตรวจหาไวรัสบนคอมมานด์ไลน์
     assert paths(kb, "แสกน ไดเรคทอรี")[0] == "th-clamscan.md"
@@ -202,16 +235,18 @@ def test_segmented_words_are_capped_and_the_query_keeps_its_term_budget() -> Non
     assert len(compiled.terms) == MAX_TERMS and compiled.dropped_terms > 4000
 
 
-def test_a_korean_word_is_searched_whole_and_a_sentence_typed_without_spaces_by_its_pieces(
+def test_a_korean_word_is_searched_by_its_stem_and_a_sentence_typed_without_spaces_by_its_pieces(
     tmp_path: Path,
 ) -> None:
     files = {
         "whole.md": "# 설정\n\n설정 파일을 엽니다.\n",
-        "scattered.md": "# 목록\n\n파일 목록과 일을 합니다.\n",
+        "other.md": "# 없음\n\n그런 파일이 없습니다.\n",
+        "scattered.md": "# 목록\n\n목록과 일을 합니다.\n",
     }
     kb = open_kb(make_project(tmp_path / "p", {**files, "guide.md": GUIDE}))
     try:
-        assert paths(kb, "파일을") == ["whole.md"]  # 파일 and 일을 apart are not the word
+        # the word as written first, then with another particle; 일을 alone is not the word
+        assert paths(kb, "파일을") == ["whole.md", "other.md"]
         assert paths(kb, "怎样发布应用到生产环境")[0] == "guide.md"  # not verbatim: found by its pieces
     finally:
         kb.close()
