@@ -14,7 +14,9 @@ and every reader reads it: the server behaves as it did before grants existed.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol, Unpack
 
@@ -57,6 +59,9 @@ class Library:
 
     def __init__(self, parts: list[Part]) -> None:
         self.parts = parts
+        self.workers = ThreadPoolExecutor(max(2, os.cpu_count() or 2), thread_name_prefix="kbkit-rank")
+        """Where the indexes of one search rank side by side (SQLite lets go of the GIL); each
+        worker keeps its own connection to each index, as every thread does."""
         self.layout = parts[0].kb.folders
         """The restricted folders the indexes were cut by."""
 
@@ -116,13 +121,18 @@ class View:
             return SearchResult(note=outside, empty_note=outside)
         if len(self.parts) == 1 and not self.narrowed:
             return self.parts[0].kb.search(query, **options)
-        rankings = []
         sizes = [part.kb.store.count_documents() for part in self.parts]
-        for part, size in zip(self.parts, sizes, strict=True):
-            share = size / max(1, sum(sizes))  # together, the pools of one index
-            for prefix in prefixes:
-                under: SearchOptions = {**options, "path_prefix": prefix}
-                rankings.append(self._narrow(part.kb.rank(query, share, **under)))
+        asked = [
+            (part.kb, size / max(1, sum(sizes)), prefix)  # together, the pools of one index
+            for part, size in zip(self.parts, sizes, strict=True)
+            for prefix in prefixes
+        ]
+
+        def one(kb: KnowledgeBase, share: float, prefix: str) -> Ranking:
+            under: SearchOptions = {**options, "path_prefix": prefix}
+            return self._narrow(kb.rank(query, share, **under))
+
+        rankings = list(self.library.workers.map(one, *zip(*asked, strict=True)))
         limit = options.get("limit", DEFAULT_LIMIT)
         seen: set[str] = set()
         chosen: list[tuple[int, Ranked]] = []

@@ -48,12 +48,11 @@ class SearchOptions(TypedDict, total=False):
 @dataclass
 class Ranking:
     """One index's ranking of a query, before its hits are shaped: what `shape` needs to serve any
-    of them. Several indexes (a kb with restricted folders) each rank, the best hits of all are
-    chosen, and only those are shaped (snippets, sections), each by its own index."""
+    of them, in any thread. Several indexes (a kb with restricted folders) each rank, the best hits
+    of all are chosen, and only those are shaped (snippets, sections), each by its own index."""
 
     store: Store
     registry: Registry
-    conn: sqlite3.Connection
     query: str
     compiled: CompiledQuery
     prefix: str
@@ -150,7 +149,6 @@ def rank(
     return Ranking(
         store=store,
         registry=registry,
-        conn=conn,
         query=query,
         compiled=compiled,
         prefix=prefix,
@@ -170,7 +168,7 @@ def shape(
 ) -> results.SearchResult:
     """The second step: `hits` (some of `ranked.hits`, best first) as served: each its section,
     snippet and other sections, cut to `max_tokens`; scores relative to `top` (default: the first's)."""
-    conn, compiled, best = ranked.conn, ranked.compiled, dict(ranked.best)
+    conn, compiled, best = ranked.store.reader(), ranked.compiled, dict(ranked.best)  # this thread's
     dense, pool_passages = ranked.dense, ranked.pool_passages
     with _budget(conn, ranked.seconds, ranked.store):
         targets = naming.targets(ranked.query)
