@@ -194,6 +194,49 @@ async def test_ranking_statistics_come_from_what_the_principal_reads(served: Any
     assert after == before
 
 
+UPDATED, LISTED = "notifications/resources/updated", "notifications/resources/list_changed"
+
+
+async def listen(
+    server: HttpServer,
+    mode: str,
+    token: str,
+    uris: list[str],
+    heard: list[tuple[str, str]],
+    ready: anyio.Event,
+) -> None:
+    """Hear `uris` (and list changes) as `token`'s principal until cancelled: a 2025-11-25 session's
+    subscriptions, or a 2026-07-28 listen stream; each notification as (method, uri)."""
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.subscriptions import ResourceUpdated
+
+    async def on_message(message: Any) -> None:
+        root_message = getattr(message, "root", message)
+        method = getattr(root_message, "method", None)
+        if isinstance(method, str):
+            uri = getattr(getattr(root_message, "params", None), "uri", "")
+            heard.append((method, str(uri or "")))
+
+    async with (
+        httpx2.AsyncClient(headers=bearer(token), timeout=30) as http,
+        Client(
+            streamable_http_client(server.url, http_client=http),
+            mode=mode,
+            cache=None,
+            message_handler=on_message if mode == "legacy" else None,
+        ) as client,
+    ):
+        if mode == "legacy":
+            for uri in uris:
+                await client.subscribe_resource(uri)
+            ready.set()
+            await anyio.sleep_forever()
+        async with client.listen(resources_list_changed=True, resource_subscriptions=uris) as events:
+            ready.set()
+            async for event in events:
+                heard.append((UPDATED, event.uri) if isinstance(event, ResourceUpdated) else (LISTED, ""))
+
+
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_change_in_a_restricted_folder_is_heard_only_by_its_readers(served: Any, mode: str) -> None:
     """Each subscribes to a restricted page, a public one, and a restricted path that does not
@@ -201,49 +244,16 @@ async def test_a_change_in_a_restricted_folder_is_heard_only_by_its_readers(serv
     in the folder, and the public one moves into it."""
     root, server, alice, mallory = served
     heard: dict[str, list[tuple[str, str]]] = {"alice": [], "mallory": []}
-    updated, listed = "notifications/resources/updated", "notifications/resources/list_changed"
-
-    async def listen(name: str, token: str, ready: anyio.Event) -> None:
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared.subscriptions import ResourceUpdated
-
-        async def on_message(message: Any) -> None:
-            root_message = getattr(message, "root", message)
-            method = getattr(root_message, "method", None)
-            if isinstance(method, str):
-                uri = getattr(getattr(root_message, "params", None), "uri", "")
-                heard[name].append((method, str(uri or "")))
-
-        uris = ["kb://doc/security/keys.md", "kb://doc/guide.md", "kb://doc/security/guide.md"]
-        async with (
-            httpx2.AsyncClient(headers=bearer(token), timeout=30) as http,
-            Client(
-                streamable_http_client(server.url, http_client=http),
-                mode=mode,
-                cache=None,
-                message_handler=on_message if mode == "legacy" else None,
-            ) as client,
-        ):
-            if mode == "legacy":
-                for uri in uris:
-                    await client.subscribe_resource(uri)
-                ready.set()
-                await anyio.sleep_forever()
-            async with client.listen(resources_list_changed=True, resource_subscriptions=uris) as events:
-                ready.set()
-                async for event in events:
-                    if isinstance(event, ResourceUpdated):
-                        heard[name].append((updated, event.uri))
-                    else:
-                        heard[name].append((listed, ""))
+    updated, listed = UPDATED, LISTED
+    uris = ["kb://doc/security/keys.md", "kb://doc/guide.md", "kb://doc/security/guide.md"]
 
     def count(name: str, method: str, uri: str = "") -> int:
         return sum(1 for m, u in heard[name] if m == method and (not uri or u == uri))
 
     async with anyio.create_task_group() as group:
         ready = [anyio.Event(), anyio.Event()]
-        group.start_soon(listen, "alice", alice, ready[0])
-        group.start_soon(listen, "mallory", mallory, ready[1])
+        group.start_soon(listen, server, mode, alice, uris, heard["alice"], ready[0])
+        group.start_soon(listen, server, mode, mallory, uris, heard["mallory"], ready[1])
         for event in ready:
             await event.wait()
         await anyio.sleep(1)  # the watcher is registered: a change now is noticed
@@ -260,6 +270,41 @@ async def test_a_change_in_a_restricted_folder_is_heard_only_by_its_readers(serv
         group.cancel_scope.cancel()
     assert [u for m, u in heard["mallory"] if "security" in u] == []
     assert count("alice", updated, "kb://doc/security/keys.md") >= 1
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_grant_revoked_while_a_stream_is_open_stops_what_it_hears(served: Any, mode: str) -> None:
+    root, server, alice, mallory = served
+    heard: list[tuple[str, str]] = []
+    keys = "kb://doc/security/keys.md"
+    async with anyio.create_task_group() as group:
+        ready = anyio.Event()
+        group.start_soon(listen, server, mode, alice, [keys], heard, ready)
+        await ready.wait()
+        await anyio.sleep(1)  # the watcher is registered: a change now is noticed
+        (root / "docs" / "security" / "keys.md").write_text("# Key rotation\n\nfirst\n", encoding="utf-8")
+        await eventually(lambda: true(lambda: (UPDATED, keys) in heard))
+        (root / "kbkit.toml").write_text(
+            CONFIG.replace('tokens = ["alice"]', "tokens = []"), encoding="utf-8"
+        )
+        async with as_(server, alice, "legacy") as client:
+
+            async def revoked() -> bool:
+                return not (await search(client, SECRET))["results"]
+
+            await eventually(revoked, timeout=60)
+        before = len(heard)
+        (root / "docs" / "security" / "keys.md").write_text("# Key rotation\n\nsecond\n", encoding="utf-8")
+        (root / "docs" / "guide.md").write_text("# Deployment guide\n\nchanged\n", encoding="utf-8")
+        async with as_(server, mallory, "legacy") as client:  # both changes are indexed by now
+
+            async def indexed() -> bool:
+                return bool((await search(client, "changed"))["results"])
+
+            await eventually(indexed, timeout=60)
+        await anyio.sleep(1)  # anything more would have come by now
+        group.cancel_scope.cancel()
+    assert [uri for _, uri in heard[before:] if "security" in uri] == []
 
 
 async def test_a_grant_revoked_while_serving_applies_to_the_next_request(served: Any) -> None:
@@ -328,3 +373,13 @@ async def test_a_token_narrower_than_its_owner_reads_only_its_paths(tmp_path: Pa
             assert (await client.list_resources()).cache_scope == "private"
     finally:
         assert server.stop() == STOPPED
+
+
+async def test_over_stdio_the_member_reads_their_own_checkout_whole(tmp_path: Path) -> None:
+    from tests.helpers.serve import serve_in_memory
+
+    root = make_project(tmp_path / "project", FILES, CONFIG)
+    async with serve_in_memory(root) as client:
+        found = await search(client, SECRET)
+        assert {hit["path"] for hit in found["results"]} == {"security/incident-2026.md", "security/keys.md"}
+        assert "kb://doc/security/keys.md" in await everything(client)
