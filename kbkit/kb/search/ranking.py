@@ -181,8 +181,10 @@ a few pages, never whole manuals (documents whose stored texts differ in size by
 NEAR_COPY allows never are)."""
 
 
+@functools.lru_cache(maxsize=1 << 12)
 def shingles(text: str) -> frozenset[int]:
-    """The hashes of `text`'s runs of SHINGLE_WORDS words (lower case), or of its words when fewer."""
+    """The hashes of `text`'s runs of SHINGLE_WORDS words (lower case), or of its words when fewer.
+    Kept by text: the same candidates come back search after search."""
     words = text.lower().split()
     if len(words) < SHINGLE_WORDS:
         return frozenset({hash(tuple(words))})
