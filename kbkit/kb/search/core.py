@@ -86,7 +86,7 @@ def search(
                 share = fusion.lexical_share(compiled.keywords, lexical_weight)
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=share)
             ranked = ranking.exact(ranked, query)
-            ranked, _ = translations.fold(ranked, translations.query_languages(query))
+            ranked, _ = translations.fold(ranked, translations.spoken(conn, query, compiled.terms, ranked))
             if ranking.on("near copies"):
                 hits, folded = ranking.fold(conn, ranked, limit)
             else:

@@ -5,7 +5,8 @@ way its generator wants: a folder per language (MkDocs' i18n layout, `docs/ja/do
 Docusaurus' `i18n/ja/...`), or a suffix before the extension (mkdocs-static-i18n,
 `cors.ja.md` beside the default language's `cors.md`). Copies of one page match the same code
 and names, so they crowd a result list; search keeps one, in the query's language when the site
-has it (docs/adr/0056).
+has it (docs/adr/0056). Which language a query is written in is told by the kb's own copies
+(`spoken`): the languages whose copies among the candidates hold its words (docs/adr/0068).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
+from kbkit.kb.fields import COLUMNS
 from kbkit.kb.search.ranking import Ranked
 
 ISO_639_1 = frozenset(
@@ -131,6 +133,47 @@ def query_languages(query: str) -> frozenset[str]:
     return frozenset(found) if best and len(found) == 1 else DEFAULT_LANGUAGES
 
 
+PROSE_COLUMNS = tuple(name for name in COLUMNS if name != "name")
+"""Where a copy's words are looked for when telling a query's language: not its file name, which
+every translation of a page shares."""
+
+
+def spoken(
+    conn: sqlite3.Connection, query: str, terms: tuple[str, ...], ranked: list[Ranked]
+) -> frozenset[str]:
+    """The languages `query` is written in, told by the kb's own copies: a script other than the
+    Latin one decides (script_languages); else each of its `terms` counts for the languages whose
+    candidates (`ranked`: copies by folder or suffix, the rest DEFAULT) hold it, a word every such
+    language holds for none, a word one language alone holds the most (1 / the languages holding
+    it). The languages counted most win ("personalizar color del nombre hero": the Spanish copies
+    hold `personalizar` and `nombre`, the English ones neither); where the words tell nothing, or
+    two languages tie, the query's function words and then DEFAULT_LANGUAGES break the tie
+    (query_languages). One full-text lookup a term, only when the candidates are in two languages."""
+    written = script_languages(query)
+    if written is not None:
+        return written
+    fallback = query_languages(query)
+    language = {hit.doc_id: (copy_of(hit.path) or Copy(hit.path, DEFAULT)).language for hit in ranked}
+    present = set(language.values())
+    if len(present) < 2 or not terms:
+        return fallback
+    columns = " ".join(PROSE_COLUMNS)
+    counts = dict.fromkeys(present, 0.0)
+    for term in terms:
+        quoted = term.replace('"', '""')
+        match = f'{{{columns}}} : "{quoted}"'
+        rows = conn.execute("SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?", (match,))
+        holding = {language[doc_id] for (doc_id,) in rows if doc_id in language}
+        if holding and holding != present:
+            for name in holding:
+                counts[name] += 1 / len(holding)
+    best = max(counts.values())
+    if best == 0:
+        return fallback
+    winners = frozenset(name for name, count in counts.items() if count == best)
+    return (winners & fallback) or winners
+
+
 def speaks(language: str, languages: frozenset[str]) -> bool:
     """Whether a copy in `language` (a tag, `zh-hant`) is in one of `languages`."""
     return language.split("-")[0] in languages
@@ -138,7 +181,9 @@ def speaks(language: str, languages: frozenset[str]) -> bool:
 
 def fold(ranked: list[Ranked], languages: frozenset[str]) -> tuple[list[Ranked], dict[int, list[str]]]:
     """Keep one copy of each translated page, at the rank of its best-ranked copy: the
-    best-ranked copy in the query's `languages` (query_languages), else the best-ranked one.
+    best-ranked copy in the query's `languages` (`spoken`), else the best-ranked one. When the
+    query may be in several languages (`modo MPA`: Spanish or Portuguese), the best-ranked copy in
+    each of them is kept, the first at the page's rank, the others at their own.
     Returns the kept hits, in order, and for each the languages of the copies left out."""
     copies = {hit.doc_id: copy_of(hit.path) or Copy(hit.path, DEFAULT) for hit in ranked}
     groups: dict[str, list[Ranked]] = {}
@@ -151,13 +196,18 @@ def fold(ranked: list[Ranked], languages: frozenset[str]) -> tuple[list[Ranked],
         if len(group) < 2:
             kept.append(hit)
             continue
-        if group[0] is not hit:
-            continue
-        chosen = next((copy for copy in group if speaks(_language(copies, copy), languages)), hit)
-        kept.append(chosen.rescored(hit.score))
-        others[chosen.doc_id] = sorted(
-            _language(copies, copy) or "default" for copy in group if copy is not chosen
-        )
+        each: dict[str, Ranked] = {}
+        for copy in group:
+            if speaks(_language(copies, copy), languages):
+                each.setdefault(_language(copies, copy), copy)
+        chosen = list(each.values()) or [group[0]]
+        if group[0] is hit:
+            kept.append(chosen[0].rescored(hit.score))
+            others[chosen[0].doc_id] = sorted(
+                _language(copies, copy) or "default" for copy in group if copy not in chosen
+            )
+        elif hit in chosen[1:]:
+            kept.append(hit)
     return kept, others
 
 
