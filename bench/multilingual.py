@@ -242,7 +242,7 @@ def run(data: Path, languages: list[str], methods: list[str], count: int, seed: 
                 semantic = "[search]\nsemantic = true\n" if name == "hybrid" else ""
                 config = f'[kb]\npath = "{folders[lang]}"\n{semantic}'
                 (root / "kbkit.toml").write_text(config, encoding="utf-8")
-                kb = KnowledgeBase.open(load_settings(root))
+                kb = KnowledgeBase.open(load_settings(root, as_written=True))
                 try:
                     started = time.perf_counter()
                     kb.scan()
