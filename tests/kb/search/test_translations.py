@@ -13,7 +13,7 @@ import pytest
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.search.ranking import Ranked
-from kbkit.kb.search.translations import DEFAULT_LANGUAGES, fold, spoken
+from kbkit.kb.search.translations import DEFAULT_LANGUAGES, Written, fold, spoken
 from tests.helpers.project import make_project
 
 SITE = {
@@ -27,6 +27,8 @@ SITE = {
     "en/guide/mpa-mode.md": "# MPA Mode\n\nMPA (Multi-Page Application) mode ships zero JavaScript by default.\n",
     "es/guide/mpa-mode.md": "# Modo MPA\n\nEl modo MPA (aplicación de múltiples páginas) no envía JavaScript por defecto.\n",
     "pt/guide/mpa-mode.md": "# Modo MPA\n\nO modo MPA (aplicação de múltiplas páginas) não envia JavaScript por padrão.\n",
+    "ru/guide/mpa-mode.md": "# Режим MPA\n\nРежим MPA по умолчанию не отправляет JavaScript.\n",
+    "uk/guide/mpa-mode.md": "# Режим MPA\n\nРежим MPA за замовчуванням не надсилає JavaScript.\n",
     "en/reference/cli.md": "# Command Line Interface\n\n## vitepress dev\n\nStart the dev server.\n\n"
     "## vitepress init\n\nStart the setup wizard.\n",
     "es/reference/cli.md": "# Interfaz de línea de comandos\n\n## vitepress dev\n\nInicia el servidor.\n\n"
@@ -82,8 +84,17 @@ def test_a_question_two_languages_share_keeps_a_copy_in_each(kb: KnowledgeBase) 
 def test_the_kb_decides_only_when_its_candidates_are_in_two_languages() -> None:
     conn = sqlite3.connect(":memory:")  # never queried: one language among the candidates
     one = [Ranked(1, "guide/a.md", "A", ".md", "x", 1.0), Ranked(2, "guide/b.md", "B", ".md", "y", 0.5)]
-    assert spoken(conn, "asistente instalación", ("asistente", "instalación"), one) == DEFAULT_LANGUAGES
-    assert spoken(conn, "レスポンスにクッキー", ("レスポンス",), one) == {"ja"}
+    assert spoken(conn, "asistente instalación", ("asistente", "instalación"), one) == Written(
+        DEFAULT_LANGUAGES
+    )
+    assert spoken(conn, "レスポンスにクッキー", ("レスポンス",), one) == Written(frozenset({"ja"}))
+
+
+def test_among_the_languages_of_a_script_the_words_decide(kb: KnowledgeBase) -> None:
+    """Russian and Ukrainian share the Cyrillic script; `отправляет` is in the Russian copy alone."""
+    found = paths(kb, "режим MPA не отправляет")
+    assert found[0] == "ru/guide/mpa-mode.md"
+    assert "uk/guide/mpa-mode.md" not in found
 
 
 def test_folding_keeps_the_copy_in_the_query_language_at_the_page_rank() -> None:
@@ -92,6 +103,6 @@ def test_folding_keeps_the_copy_in_the_query_language_at_the_page_rank() -> None
         Ranked(2, "es/b.md", "B", ".md", "2", 2.0),
         Ranked(3, "es/a.md", "A", ".md", "3", 1.0),
     ]
-    kept, others = fold(ranked, frozenset({"es"}))
+    kept, others = fold(ranked, Written(frozenset({"es"})))
     assert [(hit.path, hit.score) for hit in kept] == [("es/a.md", 3.0), ("es/b.md", 2.0)]
     assert others[3] == ["en"]
