@@ -85,6 +85,8 @@ def search(
                 cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
                 share = fusion.lexical_share(compiled.keywords, lexical_weight)
                 ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=share)
+                if ranking.on("change logs"):
+                    ranked = ranking.changelogs_demoted(ranked)
             ranked = ranking.exact(ranked, query)
             ranked, _ = translations.fold(ranked, translations.spoken(conn, query, compiled.terms, ranked))
             if ranking.on("near copies"):
