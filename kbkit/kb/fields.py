@@ -65,7 +65,7 @@ def capped(text: str) -> str:
 
 
 MAX_REFERENCES = 1000
-"""At most this many distinct names a document refers to are kept (a page of links counts once each)."""
+"""At most this many distinct names a document refers to are kept (a page of names counts once each)."""
 _CODE_NAME = re.compile(r"`([\w.+-]{1,64})`")
 
 

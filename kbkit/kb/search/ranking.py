@@ -27,7 +27,7 @@ PASSAGE_WEIGHT = 1.5
 own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
 REFERENCE_WEIGHT = 0.3
 """The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
-other documents name it (a `name` code span or a relative link to it). The page others point at
+other documents name it in a code span (`name`; links do not count). The page others point at
 (`chmod`, a team's main runbook) outranks rarer pages that only share a word with the query
 (docs/adr/0024 and docs/benchmarks.md have the measurements). Only a page called what its title
 says (`titled`) takes it, and a query of keywords is left to its words (`referenced`)."""
