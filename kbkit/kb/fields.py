@@ -65,18 +65,22 @@ def capped(text: str) -> str:
 
 
 MAX_REFERENCES = 1000
-"""At most this many distinct names a document refers to are kept (a page of names counts once each)."""
+"""At most this many distinct names a document refers to are kept (a page of links counts once each)."""
 _CODE_NAME = re.compile(r"`([\w.+-]{1,64})`")
+_LINK_TARGET = re.compile(r"\]\(\s*<?([^()\s<>]{1,512})")
 
 
 def references(path: str, text: str) -> set[str]:
-    """The names (lower-cased) `text` mentions as a code span that is a single name (`chmod`,
-    `rotate-api-key`): the file names of the documents it refers to, the document's own left out.
-    Not its links: on a documentation site every page and every translation links to the same
-    hubs (the config reference, a folder's getting-started), which say nothing of what a query
-    asks (docs/adr/0068). One regex pass over the indexed text: linear."""
+    """The file names (stems, lower-cased) of the documents `text` refers to: a code span that is a
+    single name (`chmod`, `rotate-api-key`) or the target of a relative Markdown link
+    (`[how](../runbooks/rotate-api-key.md#steps)`). Links with a scheme point outside the kb and
+    are left out, as is the document's own name. One regex pass over the indexed text: linear."""
     body = capped(text)
     found = {name.lower() for name in set(_CODE_NAME.findall(body))}
+    for target in set(_LINK_TARGET.findall(body)):
+        target = target.split("#", 1)[0].split("?", 1)[0]
+        if target and ":" not in target:
+            found.add(stem(target.rstrip("/")).lower())
     found.discard(stem(path).lower())
     found.discard("")
     return set(sorted(found)[:MAX_REFERENCES])

@@ -22,16 +22,14 @@ from kbkit.kb.fields import (
 )
 from kbkit.kb.formats.registry import outline_of
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 8
 """3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
 file names each document refers to) and the referenced table (how many documents refer to each).
 5: the passages and passages_fts tables (each document's sections). 6: each vector row's start
 offset and token hash (`embeddings.start`, `embeddings.key`). 7: the segmented columns and the
 tokenizer keeping combining marks (kbkit/kb/segment.py: Chinese, Japanese, Korean, Thai). 8: no
 table changed; Markdown, HTML and notebook documents are read again by the next scan (heading
-attribute lists and templates, docs/adr/0056). 9: no table changed; the references counted again
-from the stored text, code-span names only (docs/adr/0068). Older files are upgraded
-(MIGRATIONS) or rebuilt."""
+attribute lists and templates, docs/adr/0056). Older files are upgraded (MIGRATIONS) or rebuilt."""
 RESEGMENTED = (
     "the full-text index was rebuilt from the stored text to find words in Chinese, Japanese, "
     "Korean and Thai (once, after an upgrade)"
@@ -129,21 +127,12 @@ def _read_pages_again(conn: sqlite3.Connection) -> None:
     )
 
 
-def _recount_references(conn: sqlite3.Connection) -> None:
-    """Schema 8 -> 9: what each document refers to found again from its indexed text, links no
-    longer counted (fields.references)."""
-    conn.execute("DELETE FROM mentions")
-    conn.execute("DELETE FROM referenced")
-    _add_mentions(conn)
-
-
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: _add_mentions,
     4: _add_passages,
     5: _add_chunk_offsets,
     6: _resegment,
     7: _read_pages_again,
-    8: _recount_references,
 }
 """Schema version -> the step to the next one, for changes that need no rebuild (or re-embedding);
 a step may mark documents for the next scan to read again (READ_AGAIN)."""

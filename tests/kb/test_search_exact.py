@@ -84,7 +84,7 @@ def test_what_is_x_finds_the_page_called_so_among_pages_that_all_hold_x(tmp_path
     files = {
         "guide/what-is-gizmo.md": "# What is Gizmo?\n\nA tool that builds sites.\n",
         "reference/config.md": "# Config\n\n" + mentions("gizmo", 5),
-        **{f"guide/page-{n}.md": f"# Page {n}\n\nSee `config`.\n" for n in range(8)},
+        **{f"guide/page-{n}.md": f"# Page {n}\n\nSee [config](../reference/config.md).\n" for n in range(8)},
         **NOTES,
     }
     assert first(make_project(tmp_path / "p", files), "what is gizmo") == (

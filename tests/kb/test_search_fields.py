@@ -188,13 +188,15 @@ def test_scores_are_relative_to_the_best_hit_even_on_a_tiny_corpus(open_kb) -> N
     [
         ("See also: `chmod`, `chgrp`.", {"chmod", "chgrp"}),
         ("Run `sudo chown user file` first.", set()),  # a command line, not a name
-        # links are navigation on a documentation site: every page and translation has the same
-        ("[steps](../runbooks/Rotate-API-Key.md#revoke) and [home](./index.md?x=1)", set()),
-        ("[site](https://example.com/chmod.html), [mail](mailto:a@b.c)", set()),
+        (
+            "[steps](../runbooks/Rotate-API-Key.md#revoke) and [home](./index.md?x=1)",
+            {"rotate-api-key", "index"},
+        ),
+        ("[site](https://example.com/chmod.html), [mail](mailto:a@b.c)", set()),  # outside the kb
         ("I am `chown` and I mention `chown` and `CHOWN`.", set()),  # its own name
     ],
 )
-def test_references_are_name_code_spans_not_links(text: str, names: set[str]) -> None:
+def test_references_are_name_code_spans_and_relative_link_targets(text: str, names: set[str]) -> None:
     assert references("pages/chown.md", text) == names
 
 
@@ -210,39 +212,6 @@ def test_a_query_of_keywords_is_left_to_its_words_by_the_reference_prior(open_kb
     kb = open_kb(files)
     assert paths(kb, "change the owner")[:2] == ["zzz.md", "aaa.md"]  # a sentence: the prior counts
     assert paths(kb, "change owner")[:2] == ["aaa.md", "zzz.md"]  # keywords: path order, as without it
-
-
-def test_the_prior_is_for_a_page_titled_as_its_name_not_one_titled_in_prose(open_kb) -> None:
-    """`manual` in code spans is a value, not a mention of "Manual instrumentation" (`manual.md`)."""
-    files = {
-        "auto.md": "# Automatic instrumentation\n\nChange the owner of a file.\n",
-        "manual.md": "# Manual instrumentation\n\nChange the owner of a file.\n",
-    }
-    files |= {f"ref{i}.md": f"# Ref {i}\n\nSet `manual` here.{FILLER}" for i in range(3)}
-    kb = open_kb(files)
-    assert paths(kb, "change the owner")[:2] == ["auto.md", "manual.md"]  # path order: no prior
-    for name, title in (("auto", "Automatic"), ("manual", "Manual")):
-        (kb.settings.kb_path / f"{name}.md").write_text(f"# {title}\n\nChange the owner of a file.\n")
-    kb.scan()
-    assert paths(kb, "change the owner")[:2] == ["manual.md", "auto.md"]  # titled as its name: the prior
-
-
-def test_an_index_that_counted_links_counts_its_references_again_once(open_kb) -> None:
-    kb = open_kb(
-        {"ref.md": "# Ref\n\nSee [zzz](zzz.md) and `aaa`.\n", "aaa.md": "# Aaa\n", "zzz.md": "# Zzz\n"}
-    )
-    settings = kb.settings
-    with sqlite3.connect(kb.store.path) as conn:  # as schema 8 counted: the link too
-        conn.execute("INSERT INTO referenced (name, documents) VALUES ('zzz', 1)")
-        conn.execute("PRAGMA user_version = 8")
-    kb.close()
-    again = KnowledgeBase.open(settings)
-    try:
-        conn = again.store.reader()
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        assert conn.execute("SELECT * FROM referenced").fetchall() == [("aaa", 1)]
-    finally:
-        again.close()
 
 
 def test_a_page_other_pages_refer_to_outranks_an_equal_match_and_the_prior_follows_edits(open_kb) -> None:

@@ -27,10 +27,10 @@ PASSAGE_WEIGHT = 1.5
 own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
 REFERENCE_WEIGHT = 0.3
 """The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
-other documents name it in a code span (`name`; links do not count). The page others point at
+other documents name it (a `name` code span or a relative link to it). The page others point at
 (`chmod`, a team's main runbook) outranks rarer pages that only share a word with the query
-(docs/adr/0024 and docs/benchmarks.md have the measurements). Only a page called what its title
-says (`titled`) takes it, and a query of keywords is left to its words (`referenced`)."""
+(docs/adr/0024 and docs/benchmarks.md have the measurements). A query of keywords is left to its
+words (`referenced`)."""
 
 
 CHANGELOG_WEIGHT = 0.5
@@ -159,26 +159,15 @@ def referenced(conn: sqlite3.Connection, ranked: list[Ranked], *, keywords: bool
     and the page others point at is the likelier answer (docs/adr/0067)."""
     if keywords:
         return ranked
-    names = {hit.doc_id: stem(hit.path).lower() for hit in ranked if titled(hit)}
+    names = {hit.doc_id: stem(hit.path).lower() for hit in ranked}
     counts = reference_counts(conn, sorted(set(names.values())))
     if not counts:
         return ranked
     weighed = [
-        hit.rescored(
-            hit.score * (1 + REFERENCE_WEIGHT * math.log1p(counts.get(names.get(hit.doc_id, ""), 0)))
-        )
+        hit.rescored(hit.score * (1 + REFERENCE_WEIGHT * math.log1p(counts.get(names[hit.doc_id], 0))))
         for hit in ranked
     ]
     return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
-
-
-def titled(hit: Ranked) -> bool:
-    """Whether `hit`'s title is its file name's words (`names_of`): a page about the one name others
-    mention (tldr's `chmod.md`, "chmod"), which the reference prior is for. A site's page titled in
-    prose ("Zero-code Instrumentation for PHP", `auto.md`) shares its file name with values in code
-    spans that do not mean it (`auto`; docs/adr/0068)."""
-    title, name, *_ = names_of(hit.path, hit.title)
-    return title == name
 
 
 NEAR_COPY = 0.9
