@@ -1,6 +1,7 @@
 """Which copy of a translated page a search shows: the one in the query's language, told by the
 words the kb's own copies hold. A VitePress site as its generator lays it out (`docs/<lang>/`,
-the config beside the pages), English and Spanish, with one page also in Portuguese."""
+the config beside the pages), English and Spanish, with one page also in Portuguese, Russian
+and Ukrainian."""
 
 from __future__ import annotations
 
