@@ -12,6 +12,7 @@ import pytest
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.search import ranking, search
+from tests.helpers.dense import FixedDense
 from tests.helpers.project import make_project
 
 NOTES = {
@@ -110,23 +111,6 @@ def test_only_known_rules_can_be_left_out() -> None:
     assert ranking.on("exact matches")
 
 
-class _Dense:
-    """A dense ranking fixed by hand: `cosines` by path, every other document far below."""
-
-    languages = None
-
-    def __init__(self, kb: KnowledgeBase, cosines: dict[str, float]) -> None:
-        ids = dict(kb.store.reader().execute("SELECT path, id FROM documents ORDER BY path"))
-        ranked = sorted(ids, key=lambda path: -cosines.get(path, 0.0))
-        self._ranking = [(ids[path], cosines.get(path, 0.0), 0) for path in ranked]
-
-    def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
-        return self._ranking[:limit]
-
-    def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
-        return {}
-
-
 def test_a_page_named_exactly_stays_first_when_vectors_prefer_another(tmp_path: Path) -> None:
     files = {
         "widgets/digits.md": "# Digits\n\nShows numbers in large characters.\n",
@@ -136,7 +120,7 @@ def test_a_page_named_exactly_stays_first_when_vectors_prefer_another(tmp_path: 
     kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", files)))
     try:
         kb.scan()
-        dense = _Dense(kb, {"guide/colors.md": 0.9, "widgets/digits.md": 0.1})
+        dense = FixedDense(kb, {"guide/colors.md": 0.9, "widgets/digits.md": 0.1})
         hybrid = search(kb.store, kb.registry, "Digits widget", dense=dense).results
         assert hybrid[0].path == "widgets/digits.md"
         with ranking.rules_off("exact matches"):

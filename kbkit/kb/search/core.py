@@ -137,10 +137,12 @@ def rank(
         near = dense.rank(query, pool, path_prefix=prefix) if dense is not None else []
         if dense is not None:
             cosines = [(doc_id, cosine) for doc_id, cosine, _ in near]
-            share = fusion.lexical_share(compiled.keywords, lexical_weight)
-            ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=share)
+            weight = fusion.lexical_share(compiled.keywords, lexical_weight)
+            ranked = fusion.fuse(conn, ranked, cosines, pool, lexical_weight=weight)
+            if ranking.on("change logs"):
+                ranked = ranking.changelogs_demoted(ranked)
         ranked = ranking.exact(ranked, query)
-        ranked, _ = translations.fold(ranked, translations.query_languages(query))
+        ranked, _ = translations.fold(ranked, translations.spoken(conn, query, compiled.terms, ranked))
         if ranking.on("near copies"):
             hits, folded = ranking.fold(conn, ranked, limit)
         else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import bisect
 import functools
 import math
+import re
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
@@ -41,6 +42,11 @@ CHANGELOG_NAMES = frozenset(
 )
 """File names (without extension, any case) of change logs. `history` and `news` are not among
 them: a command's page is often called so (tldr's `history.md`)."""
+RELEASE_NOTE = re.compile(
+    r"(?:(?:release|changelog|changes|whatsnew|release-notes|version)[-_]?)?v?\d+(?:[._-]\d+)+"
+)
+"""A file named for one version is that version's notes (pytest's `announce/release-2.2.0.rst`,
+`releases/1.4.md`, `whatsnew-3.12`, `v2.0.1`): a change log too (`is_changelog`, docs/adr/0068)."""
 
 
 INDEX_NAMES = frozenset(("_index", "index", "readme"))
@@ -295,13 +301,20 @@ def _ends(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, str]:
     return found
 
 
+def is_changelog(path: str) -> bool:
+    """Whether `path` is a change log by its name: CHANGELOG_NAMES, or a RELEASE_NOTE."""
+    name = stem(path).lower()
+    return name in CHANGELOG_NAMES or RELEASE_NOTE.fullmatch(name) is not None
+
+
 def changelogs_demoted(ranked: list[Ranked]) -> list[Ranked]:
-    """`ranked` with each change log's score multiplied by CHANGELOG_WEIGHT, in its new order."""
-    if not any(stem(hit.path).lower() in CHANGELOG_NAMES for hit in ranked):
+    """`ranked` with each change log's score multiplied by CHANGELOG_WEIGHT, in its new order.
+    Applied to the fusion with vectors as well: the vectors find a release note about a feature as
+    close to a question as the feature's page, and would undo it (docs/adr/0068)."""
+    if not any(is_changelog(hit.path) for hit in ranked):
         return ranked
     weighed = [
-        hit.rescored(hit.score * CHANGELOG_WEIGHT) if stem(hit.path).lower() in CHANGELOG_NAMES else hit
-        for hit in ranked
+        hit.rescored(hit.score * CHANGELOG_WEIGHT) if is_changelog(hit.path) else hit for hit in ranked
     ]
     return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
 

@@ -5,7 +5,8 @@ way its generator wants: a folder per language (MkDocs' i18n layout, `docs/ja/do
 Docusaurus' `i18n/ja/...`), or a suffix before the extension (mkdocs-static-i18n,
 `cors.ja.md` beside the default language's `cors.md`). Copies of one page match the same code
 and names, so they crowd a result list; search keeps one, in the query's language when the site
-has it (docs/adr/0056).
+has it (docs/adr/0056). Which language a query is written in is told by the kb's own copies
+(`spoken`): the languages whose copies among the candidates hold its words (docs/adr/0068).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import sqlite3
 from dataclasses import dataclass
 
+from kbkit.kb.fields import COLUMNS
 from kbkit.kb.search.ranking import Ranked
 
 ISO_639_1 = frozenset(
@@ -131,15 +133,70 @@ def query_languages(query: str) -> frozenset[str]:
     return frozenset(found) if best and len(found) == 1 else DEFAULT_LANGUAGES
 
 
+PROSE_COLUMNS = tuple(name for name in COLUMNS if name != "name")
+"""Where a copy's words are looked for when telling a query's language: not its file name, which
+every translation of a page shares."""
+
+
+@dataclass(frozen=True)
+class Written:
+    """The languages a query is written in, as far as they can be told."""
+
+    languages: frozenset[str]
+    """Language codes or tags (`zh-hant`); `speaks` matches a copy's tag against them."""
+    tied: bool = False
+    """Copies in each of these languages hold the query's words alike (`modo MPA`: Spanish and
+    Portuguese): either may be meant, so `fold` keeps a copy in each."""
+
+
+def spoken(conn: sqlite3.Connection, query: str, terms: tuple[str, ...], ranked: list[Ranked]) -> Written:
+    """The languages `query` is written in, told by the kb's own copies among the candidates
+    (`ranked`: copies by folder or suffix, the rest DEFAULT), in the languages its script allows
+    (script_languages; any for the Latin script): each of its `terms` counts for the languages
+    whose candidates hold it, a word every such language holds for none, a word one language
+    alone holds the most (1 / the languages holding it). The languages counted most win
+    ("personalizar color del nombre hero": the Spanish copies hold `personalizar` and `nombre`,
+    the English ones neither; "实现实时聊天": the simplified Chinese copies, not the traditional or
+    Japanese ones). Where the words tell nothing, the script's languages, or for the Latin script
+    the function words, else DEFAULT_LANGUAGES (query_languages), decide as they did; of tied
+    winners, those these name. One full-text lookup a term, only when the candidates are copies
+    in two of the allowed languages."""
+    written = script_languages(query)
+    fallback = query_languages(query)
+    language = {hit.doc_id: (copy_of(hit.path) or Copy(hit.path, DEFAULT)).language for hit in ranked}
+    present = {name for name in language.values() if written is None or speaks(name, written)}
+    if len(present) < 2 or not terms:
+        return Written(fallback)
+    columns = " ".join(PROSE_COLUMNS)
+    counts = dict.fromkeys(present, 0.0)
+    for term in terms:
+        quoted = term.replace('"', '""')
+        rows = conn.execute(
+            "SELECT rowid FROM documents_fts WHERE documents_fts MATCH ?", (f'{{{columns}}} : "{quoted}"',)
+        )
+        holding = {language[doc_id] for (doc_id,) in rows if doc_id in language} & present
+        if holding and holding != present:
+            for name in holding:
+                counts[name] += 1 / len(holding)
+    best = max(counts.values())
+    if best == 0:
+        return Written(fallback)
+    winners = frozenset(name for name, count in counts.items() if count == best)
+    named = frozenset(name for name in winners if name in fallback) or winners
+    return Written(named, tied=len(named) > 1)
+
+
 def speaks(language: str, languages: frozenset[str]) -> bool:
-    """Whether a copy in `language` (a tag, `zh-hant`) is in one of `languages`."""
-    return language.split("-")[0] in languages
+    """Whether a copy in `language` (a tag, `zh-hant`) is in one of `languages` (codes or tags)."""
+    return language in languages or language.split("-")[0] in languages
 
 
-def fold(ranked: list[Ranked], languages: frozenset[str]) -> tuple[list[Ranked], dict[int, list[str]]]:
+def fold(ranked: list[Ranked], written: Written) -> tuple[list[Ranked], dict[int, list[str]]]:
     """Keep one copy of each translated page, at the rank of its best-ranked copy: the
-    best-ranked copy in the query's `languages` (query_languages), else the best-ranked one.
-    Returns the kept hits, in order, and for each the languages of the copies left out."""
+    best-ranked copy in the query's languages (`spoken`), else the best-ranked one. When those
+    languages tie (`Written.tied`), the best-ranked copy in each of them is kept, the first at the
+    page's rank, the others at their own. Returns the kept hits, in order, and for each the
+    languages of the copies left out."""
     copies = {hit.doc_id: copy_of(hit.path) or Copy(hit.path, DEFAULT) for hit in ranked}
     groups: dict[str, list[Ranked]] = {}
     for hit in ranked:
@@ -151,13 +208,18 @@ def fold(ranked: list[Ranked], languages: frozenset[str]) -> tuple[list[Ranked],
         if len(group) < 2:
             kept.append(hit)
             continue
-        if group[0] is not hit:
-            continue
-        chosen = next((copy for copy in group if speaks(_language(copies, copy), languages)), hit)
-        kept.append(chosen.rescored(hit.score))
-        others[chosen.doc_id] = sorted(
-            _language(copies, copy) or "default" for copy in group if copy is not chosen
-        )
+        each: dict[str, Ranked] = {}
+        for copy in group:
+            if speaks(_language(copies, copy), written.languages):
+                each.setdefault(_language(copies, copy) if written.tied else "", copy)
+        chosen = list(each.values()) or [group[0]]
+        if group[0] is hit:
+            kept.append(chosen[0].rescored(hit.score))
+            others[chosen[0].doc_id] = sorted(
+                _language(copies, copy) or "default" for copy in group if copy not in chosen
+            )
+        elif hit in chosen[1:]:
+            kept.append(hit)
     return kept, others
 
 
