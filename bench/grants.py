@@ -15,6 +15,7 @@ first hit and its top five are the baseline's: merging indexes ranks each with i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import statistics
 import tempfile
@@ -24,6 +25,7 @@ from pathlib import Path
 from bench._util import MachineWatch, data_dir, make_queries, percentile, print_table, unpack, verdict
 from kbkit.config import load_settings
 from kbkit.config.restricted import Reader
+from kbkit.errors import KbkitError
 from kbkit.kb.base import KnowledgeBase
 from kbkit.server.grants import Library, Part, View
 
@@ -61,6 +63,23 @@ def timed(
                 found[name][0].append(time.perf_counter() - started)
                 if round_ == 0:
                     found[name][1].append([hit.path for hit in result.results[:5]])
+    return found
+
+
+def refusal_times(view: View, rounds: int = 2000) -> dict[str, list[float]]:
+    """How long a refused read takes: a restricted page, a missing page beside it, a missing folder."""
+    paths = {
+        "restricted": "docs/build/reference/vcxproj-file-structure.md",
+        "missing beside it": "docs/build/reference/no-such-page.md",
+        "missing folder": "docs/no-such-folder/page.md",
+    }
+    found: dict[str, list[float]] = {name: [] for name in paths}
+    for number in range(rounds):
+        for name, path in paths.items() if number % 2 else reversed(paths.items()):
+            started = time.perf_counter()
+            with contextlib.suppress(KbkitError):
+                view.load(path)
+            found[name].append(time.perf_counter() - started)
     return found
 
 
@@ -107,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         timed(views, queries[:20], 1)  # warm each index's pages and statements
         results = timed(views, queries, args.rounds)
+        refusals = refusal_times(views["no grant (public index)"])
         for kb in (whole, *parts):
             kb.close()
     base = statistics.median(results["anyone, one index (baseline)"][0])
@@ -143,6 +163,11 @@ def main(argv: list[str] | None = None) -> int:
         asked = [query for query in queries if query in title_pages]
         share = sum(bool(hit) for query, hit in zip(queries, found, strict=True) if query in title_pages)
         print(f"{name}: the titled page in the top 5 for {share} of {len(asked)} title queries")
+    print(
+        "a principal without the grant asking for a restricted page, against a page that is not "
+        "there (get_document, in the process; a network round trip adds milliseconds): "
+        + ", ".join(f"{name} {statistics.median(times) * 1e6:.0f} us" for name, times in refusals.items())
+    )
     print(machine.note())
     return 0
 
