@@ -244,8 +244,8 @@ KB_TOOLS: dict[str, KbTool] = {
             description=(
                 "Read a file under the kb folder by its path (indexed or not). From a search hit's "
                 "offset it returns that section with its subsections; from 0 it reads the document "
-                "from the start. At most max_tokens of text; next_offset says where to read on. The "
-                "reply is a line saying what the read holds, then the text."
+                "from the start. At most max_tokens of text; next_offset says where to read on. It "
+                "replies with a header line, then the text."
             ),
             args=GetDocumentArgs,
             output=DocumentOutput,

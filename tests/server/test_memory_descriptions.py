@@ -28,7 +28,8 @@ TOKEN_GOAL = 1500
 """The most the whole tools/list (kb tools + retain, recall, reflect) may cost an agent (never over
 2,000). Measured (compact UTF-8 JSON of the tools, 4 characters a token): upstream declarations
 2,514 tokens (retain, recall and reflect 1,568, the kb tools 963 then); short ones with today's kb
-tools 1,479 (memory 782, kb 698)."""
+tools 1,479 (memory 782, kb 698), and 1,499 since get_document's structured content carries its text
+(docs/adr/0069)."""
 MEMORY_SHORT_CAP = 800
 """The three short memory declarations: 782 tokens measured, against 1,568 upstream."""
 
