@@ -150,7 +150,9 @@ AGENTS = {
         ),
         Agent("kilo", "kilo", ("mcp", "list"), _nothing, "✓ kb connected", team="✓ {server} connected"),
         Agent("factory", "droid", ("mcp", "list"), _nothing, "connected  [project]"),
-        Agent("qoder", "qodercli", ("mcp", "get", "kb"), _qoder, "Status: ✓ Connected", "approve"),
+        Agent(
+            "qoder", "qodercli", ("mcp", "get", "kb"), _qoder, "Status: ✓ Connected", "approve", alone=True
+        ),
         Agent("augment", "auggie", ("mcp", "list"), _nothing, "✓ kb ", team="✓ {server} "),
         Agent(
             "grok-cli",
@@ -182,7 +184,8 @@ pytestmark = pytest.mark.xdist_group("agents")
 """One worker runs these one after another: two sets of fifteen CLIs at once starve a 2-core
 machine past the few seconds an agent gives its server (Qwen Code: 10 s)."""
 CONCURRENT = 3
-"""CLIs run at once; Gemini CLI runs after them, alone: its `mcp list` gives a server 5 s."""
+"""CLIs run at once; Gemini CLI and Qoder CLI run after them, alone: their checks give a server a
+few seconds, which a kb starting beside a dozen others on a loaded machine can miss."""
 UNANSWERED = ("Disconnected", "Failed to connect", "timed out", "connecting  [")  # last: droid
 """A CLI's health check that ran out of time (its own few seconds, on a loaded machine): asked again."""
 DEADLINE = 300.0

@@ -43,6 +43,7 @@ def _claude(home: Path) -> tuple[list[str], dict[str, str]]:
         "ANTHROPIC_API_KEY": "offline",
         "ENABLE_TOOL_SEARCH": "false",  # else MCP tools wait behind its tool search
         "MCP_CONNECTION_NONBLOCKING": "false",  # else a headless turn may start before kb connects
+        "MCP_TIMEOUT": "120000",  # its start-up wait for a server (ms): kb on a loaded machine is slow
     }
 
 
