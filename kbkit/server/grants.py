@@ -146,18 +146,20 @@ class View:
                 chosen.append((order, hit))
         top = chosen[0][1].score if chosen and chosen[0][1].score > 0 else 1.0
         served: dict[tuple[int, int], Hit] = {}
-        empty = []
+        empty: list[str] = []
+        query_notes: list[str] = []
         for order, found in enumerate(rankings):
             mine = [hit for number, hit in chosen if number == order]
             result = shape(found, mine, max_tokens=None, top=top)
             served |= {(order, ranked.doc_id): hit for ranked, hit in zip(mine, result.results, strict=True)}
             empty += [result.empty_note] if result.empty_note else []
+            query_notes = query_notes or result.query_notes  # the same query: the same notes
         words = [note for note in empty if note.startswith("no document contains")]
         return within_budget(
             [served[(order, hit.doc_id)] for order, hit in chosen],
             options.get("max_tokens", DEFAULT_MAX_TOKENS),
             top=top,
-            query_notes=shape(rankings[0], [], max_tokens=None).query_notes,
+            query_notes=query_notes,
             empty_note=None if chosen else next(iter(words or empty), None),
         )
 
