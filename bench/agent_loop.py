@@ -118,10 +118,13 @@ def sections_answerer(
     hybrid: bool = False,
     weight: float | None = None,
     share: float | None = None,
+    heading: float | None = None,
+    also_by_choice: bool = True,
     named: bool = False,
 ) -> Answerer:
     """search (BM25 alone, or `hybrid` with the passages' vectors at `weight` in the choice of a
-    hit's passage and the dense score's passage share at `share`; None: as shipped), then one read
+    hit's passage, the second look at their headings at `heading` (0: none) and the dense score's
+    passage share at `share`; None: as shipped; `also` in BM25's order unless `also_by_choice`), then one read
     from the top hit's offset; with `named`, from whichever of the sections the top hit names (its
     own, or one in `also`) holds the answer: an agent that picks the right name, the most `also`
     can give (docs/adr/0059)."""
@@ -132,7 +135,11 @@ def sections_answerer(
         dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
 
     def answer(question: Question) -> Read | None:
-        with patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight):
+        with (
+            patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight),
+            patched(fusion, "HEADING_WEIGHT", heading),
+            patched(fusion, "ALSO_BY_CHOICE", also_by_choice),
+        ):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -290,17 +297,27 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         results["kbkit sections + vectors, the section named in the reply"] = run(
             sections_answerer(kb, hybrid=True, named=True), questions, answers
         )
-        for name, weight, share in (
-            ("kbkit sections + vectors (hybrid, as shipped)", None, None),
-            ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None),
-            ("  the same, passage: vector weight 0.2", 0.2, None),
-            ("  the same, passage: vector weight 0.5", 0.5, None),
-            ("  the same, passage: vector weight 0.7", 0.7, None),
-            ("  the same, passage: the best vector's (vector weight 1)", 1.0, None),
-            ("  page score from its opening alone (passage share 0)", None, 0.0),
-            ("  passage share 1 (the best of its passages)", None, 1.0),
+        for name, weight, share, heading in (
+            ("kbkit sections + vectors (hybrid, as shipped)", None, None, None),
+            ("  the same, no second look at the headings (heading weight 0)", None, None, 0.0),
+            ("  the same, heading weight 0.3", None, None, 0.3),
+            ("  the same, heading weight 0.7", None, None, 0.7),
+            ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None, None),
+            ("  the same, passage: vector weight 0.5", 0.5, None, None),
+            ("  the same, passage: the best vector's (vector weight 1)", 1.0, None, None),
+            ("  page score from its opening alone (passage share 0)", None, 0.0, None),
+            ("  passage share 1 (the best of its passages)", None, 1.0, None),
         ):
-            answerer = sections_answerer(kb, hybrid=True, weight=weight, share=share)
+            answerer = sections_answerer(kb, hybrid=True, weight=weight, share=share, heading=heading)
+            results[name] = run(answerer, questions, answers)
+        for name, heading, also_by_choice in (
+            ("  named in the reply, no second look", 0.0, True),
+            ("  named in the reply, `also` in BM25's order", None, False),
+            ("  named in the reply, before (neither)", 0.0, False),
+        ):
+            answerer = sections_answerer(
+                kb, hybrid=True, heading=heading, also_by_choice=also_by_choice, named=True
+            )
             results[name] = run(answerer, questions, answers)
     results |= {
         "whole document (before: the top hit read from offset 0)": run(

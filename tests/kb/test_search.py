@@ -180,12 +180,21 @@ class _FixedDense:
         self._ranking = [(ids[path], cosine, (at or {}).get(path, 0)) for path, cosine in ranked]
         self._windows = {ids[path]: [(at[path], cosines[path])] for path in (at or {})}
         self._windows |= {ids[path]: list(found.items()) for path, found in (windows or {}).items()}
+        self.headings: dict[str, float] = {}
+        """A passage heading's text (a part of it) -> its cosine (`text_cosines`)."""
+        self.looked: list[list[str]] = []
+        """The texts each `text_cosines` call was given."""
 
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         return self._ranking[:limit]
 
     def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
         return {doc_id: self._windows[doc_id] for doc_id in doc_ids if doc_id in self._windows}
+
+    def text_cosines(self, query: str, texts: list[str]) -> list[float]:
+        """Each text's cosine: that of the first of `headings`' keys it holds, else 0."""
+        self.looked.append(texts)
+        return [next((c for key, c in self.headings.items() if key in text), 0.0) for text in texts]
 
 
 MIXED_PAGES = {
