@@ -119,12 +119,11 @@ def sections_answerer(
     weight: float | None = None,
     share: float | None = None,
     heading: float | None = None,
-    also_by_choice: bool = True,
     named: bool = False,
 ) -> Answerer:
     """search (BM25 alone, or `hybrid` with the passages' vectors at `weight` in the choice of a
     hit's passage, the second look at their headings at `heading` (0: none) and the dense score's
-    passage share at `share`; None: as shipped; `also` in BM25's order unless `also_by_choice`), then one read
+    passage share at `share`; None: as shipped), then one read
     from the top hit's offset; with `named`, from whichever of the sections the top hit names (its
     own, or one in `also`) holds the answer: an agent that picks the right name, the most `also`
     can give (docs/adr/0059)."""
@@ -135,11 +134,7 @@ def sections_answerer(
         dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
 
     def answer(question: Question) -> Read | None:
-        with (
-            patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight),
-            patched(fusion, "HEADING_WEIGHT", heading),
-            patched(fusion, "ALSO_BY_CHOICE", also_by_choice),
-        ):
+        with patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight), patched(fusion, "HEADING_WEIGHT", heading):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -310,15 +305,9 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         ):
             answerer = sections_answerer(kb, hybrid=True, weight=weight, share=share, heading=heading)
             results[name] = run(answerer, questions, answers)
-        for name, heading, also_by_choice in (
-            ("  named in the reply, no second look", 0.0, True),
-            ("  named in the reply, `also` in BM25's order", None, False),
-            ("  named in the reply, before (neither)", 0.0, False),
-        ):
-            answerer = sections_answerer(
-                kb, hybrid=True, heading=heading, also_by_choice=also_by_choice, named=True
-            )
-            results[name] = run(answerer, questions, answers)
+        results["  named in the reply, no second look"] = run(
+            sections_answerer(kb, hybrid=True, heading=0.0, named=True), questions, answers
+        )
     results |= {
         "whole document (before: the top hit read from offset 0)": run(
             whole_document_answerer(kb), questions, answers
@@ -328,6 +317,30 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         ),
     }
     return results
+
+
+def second_look_cost(kb: KnowledgeBase, questions: list[Question]) -> dict[str, list[float]]:
+    """CPU milliseconds (every thread of the process) of one hybrid search per question: without
+    the second look at the hits' headings, with it on headings never embedded before (its text
+    vectors dropped before each search), and with them kept from an earlier search."""
+    dense = kb.dense_ranker()
+    assert isinstance(dense, semantic.DenseIndex), kb.hybrid_off
+    times: dict[str, list[float]] = {"second look off": [], "on, headings new": [], "on, headings kept": []}
+    kb_search.search(kb.store, kb.registry, questions[0].question, dense=dense)  # the vectors loaded
+    for question in questions:
+        for way, heading in (
+            ("second look off", 0.0),
+            ("on, headings new", None),
+            ("on, headings kept", None),
+        ):
+            if way == "on, headings new":
+                dense._texts.clear()
+            dense._asked = None  # the query is embedded in every way, as a new search does
+            with patched(fusion, "HEADING_WEIGHT", heading):
+                started = time.process_time()
+                kb_search.search(kb.store, kb.registry, question.question, dense=dense)
+                times[way].append((time.process_time() - started) * 1000)
+    return times
 
 
 def print_results(results: Results) -> None:
@@ -426,6 +439,11 @@ def main(argv: list[str] | None = None) -> int:
                 if embedded is None:
                     raise SystemExit(f"hybrid search is off: {kb.hybrid_off}")
                 embed_seconds = time.perf_counter() - started
+            costs = (
+                second_look_cost(kb, [q for questions in question_sets.values() for q in questions])
+                if args.semantic
+                else None
+            )
             chunks = Chunks(kb)
             by_set = {
                 name: run_ways(kb, chunks, questions, hybrid=args.semantic)
@@ -455,6 +473,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     if len(by_set) > 1:
         print_side_by_side(by_set)
+    if costs is not None:
+        print_table(
+            ["hybrid search", "CPU ms p50", "p90", "max"],
+            [
+                [way, f"{percentile(ms, 50):.1f}", f"{percentile(ms, 90):.1f}", f"{max(ms):.1f}"]
+                for way, ms in costs.items()
+            ],
+            "The second look's cost (every question once, all threads of the process)",
+        )
     return 0
 
 

@@ -465,25 +465,6 @@ def test_a_hybrid_hits_leading_passages_get_a_second_look_at_their_headings(
     assert section() != "Clock Class > Clock::SetTime"
 
 
-def test_a_hybrid_hits_other_sections_follow_the_score_that_chose_its_own(
-    clock_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`also` names the passages next in the order that chose the hit's own (words and vectors),
-    not in BM25's, which puts the page's opening (the class's description) second here."""
-    dense = _clock_dense(clock_kb, StartTimer=0.3, KillTimer=0.7, OnTimer=0.6, SetVolume=0.2, SetTime=0.2)
-
-    def hit() -> tuple[str, list[str]]:
-        found = search(clock_kb.store, clock_kb.registry, QUIET, dense=dense).results[0]
-        return found.section, [other.section for other in found.also]
-
-    assert hit() == (
-        "Clock Class > Clock::KillTimer",
-        ["Clock Class > Clock::StartTimer", "Clock Class > Clock::OnTimer"],
-    )
-    monkeypatch.setattr(fusion, "ALSO_BY_CHOICE", False)
-    assert hit() == ("Clock Class > Clock::KillTimer", ["Clock Class", "Clock Class > Clock::StartTimer"])
-
-
 def test_a_member_the_query_names_keeps_its_passage_against_a_stronger_vector(tmp_path: Path) -> None:
     """The dense evidence may move a hit to another passage, but not away from the member the
     query names whole: `Gadget::Stop` stays the answer to a question naming Stop."""

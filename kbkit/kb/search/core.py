@@ -177,18 +177,17 @@ def shape(
         best |= naming.chosen(pool_passages, [hit.doc_id for hit in hits], targets)
         missing = [hit.doc_id for hit in hits if hit.doc_id not in best]
         best |= passages.best_in(conn, compiled.match, missing)
-        ordered: dict[int, list[passages.Best]] = {}
         if dense is not None and ranked.near:
             named = {doc_id for doc_id, found in best.items() if naming.names_member(found.section, targets)}
             unnamed = [hit for hit in hits if hit.doc_id not in named]
             windows = dense.passage_cosines(ranked.query, [hit.doc_id for hit in unnamed])
             first = frozenset(hit.doc_id for hit in hits[: fusion.HEADING_HITS])
             look = fusion.SecondLook(dense, ranked.query, first)
-            ordered = fusion.vector_passages(conn, compiled.match, unnamed, windows, pool_passages, look=look)
-            best |= {doc_id: found[0] for doc_id, found in ordered.items() if found}
+            best |= fusion.vector_passages(
+                conn, compiled.match, unnamed, best, windows, pool_passages, look=look
+            )
         shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs), ranked.registry)
-        listed = pool_passages | ordered if fusion.ALSO_BY_CHOICE else pool_passages
-        also = results.other_sections(listed, best, [hit.doc_id for hit in hits])
+        also = results.other_sections(pool_passages, best, [hit.doc_id for hit in hits])
     result = results.shaped(
         hits,
         best=best,

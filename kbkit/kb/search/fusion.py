@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 import sqlite3
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from kbkit.kb import passages
@@ -129,12 +129,6 @@ HEADING_CANDIDATES = 5
 """Passages of a hit given the second look: the answer to a plain-words question is among its
 page's five best by words and window for most questions; each costs one short model run at
 search time (its vector is then kept, `DenseRanker.text_cosines`)."""
-ORDERED = HEADING_CANDIDATES
-"""A hybrid hit's passages kept in order (`vector_passages`): its own and those its `also` may name."""
-ALSO_BY_CHOICE = True
-"""A hybrid hit's `also` names its next passages in `vector_passages`' order (the score that chose
-its own), not in BM25's: the answer section was named for one more question of each agent-loop set
-(docs/adr/0074). False only to measure it."""
 HEADING_HITS = 3
 """Hits given the second look: the first ones, whose sections an agent reads (and whose `also`
 names other sections, results.ALSO_HITS)."""
@@ -202,20 +196,19 @@ def vector_passages(
     conn: sqlite3.Connection,
     match: str,
     hits: list[Ranked],
+    best: dict[int, passages.Best],
     cosines: dict[int, list[tuple[int, float]]],
     pooled: dict[int, list[passages.Best]],
     *,
     weight: float | None = None,
     look: SecondLook | None = None,
-) -> dict[int, list[passages.Best]]:
-    """doc_id -> the passages of each hit with windows, best first by their words and vectors
-    together (`passage_scores`, PASSAGE_VECTOR_WEIGHT), each with that score; for the hits `look`
-    names, the HEADING_CANDIDATES best after a second look at their headings
-    (`headings_looked_at`). The first is the passage the hit points at, the next ones what its
-    `also` names (results.other_sections), so both follow one score. The caller leaves out the
-    hits whose passage the query names (`names_member`): a name asked for outweighs a likeness."""
+) -> dict[int, passages.Best]:
+    """doc_id -> the passage each hit points at when its passages' vectors change the choice
+    (`passage_scores`, PASSAGE_VECTOR_WEIGHT), after a second look at their headings for the hits
+    `look` names (`headings_looked_at`). The caller leaves out the hits whose passage the query
+    names (`names_member`): a name asked for outweighs a likeness."""
     weight = PASSAGE_VECTOR_WEIGHT if weight is None else weight
-    out: dict[int, list[passages.Best]] = {}
+    out: dict[int, passages.Best] = {}
     for hit in hits:
         windows = cosines.get(hit.doc_id)
         if not windows:
@@ -223,8 +216,12 @@ def vector_passages(
         scores, matched = passage_scores(conn, match, hit.doc_id, windows, pooled, weight)
         if look is not None and hit.doc_id in look.doc_ids:
             scores = headings_looked_at(conn, look, scores)
-        order = sorted(scores, key=lambda passage_id: (-scores[passage_id], passage_id))[:ORDERED]
-        known = {item.passage_id: item for item in matched}
-        found = [known.get(passage_id) or passages.by_id(conn, passage_id) for passage_id in order]
-        out[hit.doc_id] = [replace(item, score=scores[item.passage_id]) for item in found if item is not None]
+        chosen = max(scores, key=lambda passage_id: (scores[passage_id], -passage_id))
+        current = best.get(hit.doc_id)
+        if current is not None and current.passage_id == chosen:
+            continue
+        found = next((item for item in matched if item.passage_id == chosen), None)
+        found = found or passages.by_id(conn, chosen)
+        if found is not None:
+            out[hit.doc_id] = found
     return out
