@@ -1,5 +1,6 @@
 """Hybrid search: a dense ranking (the `semantic` extra) fused with BM25, and the passage a hit
-points at chosen by its passages' BM25 scores and vectors together (docs/adr/0028, 0057)."""
+points at chosen by its passages' BM25 scores and vectors together, then by a second look at the
+leading ones' headings (docs/adr/0028, 0057, 0074)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The dense ranking: a query embedded once and scored against every stored chunk vector; a
 document's similarity mixes its opening's best cosine and its best passage's (PASSAGE_SHARE), and
-its passage windows' cosines help choose which passage a hybrid hit points at (docs/adr/0057).
+its passage windows' cosines, and short texts embedded at search time (a hit's leading headings),
+help choose which passage a hybrid hit points at (docs/adr/0057, 0074).
 `search.py` fuses this ranking with BM25.
 """
 
