@@ -130,9 +130,11 @@ HEADING_CANDIDATES = 5
 """Passages of a hit given the second look: the answer to a plain-words question is among its
 page's five best by words and window for most questions; each costs one short model run at
 search time (its vector is then kept, `DenseRanker.text_cosines`)."""
-HEADING_HITS = 3
-"""Hits given the second look: the first ones, whose sections an agent reads (and whose `also`
-names other sections, results.ALSO_HITS)."""
+HEADING_HITS = 1
+"""Hits given the second look: the first, which an agent reads first. Each one looked at embeds up
+to HEADING_CANDIDATES headings not seen before: the first three cost about four times the CPU of a
+hybrid search without it on a busy 2-core machine, the first one alone about twice
+(docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True)
