@@ -19,7 +19,8 @@ Tokens are estimated as kbkit estimates them (`estimate_tokens`: JSON characters
 With `--semantic`, hybrid search too (BM25 fused with vectors per passage; the whole of cpp-docs
 is embedded first, which takes long: `--project DIR` keeps the index for another run): the
 result's offset from the passage its BM25 score and its vector favour together, at the weight
-shipped and at others (0: BM25 alone, 1: the vector alone).
+shipped and at others (0: BM25 alone, 1: the vector alone), with and without the second look at
+the first hit's headings (docs/adr/0074), whose CPU cost a search it prints too.
 
 Two sets of questions, each run on the same index: `named` (`agent_loop_questions.json`), nearly
 all of which name the class and the member, and `plain` (`agent_loop_plain_questions.json`), which

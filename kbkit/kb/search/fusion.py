@@ -127,9 +127,10 @@ event identified by nIDEvent"), embedded at search time, w being this. A window'
 member's summary with its parameters and remarks; the heading alone says what the member does,
 which is what a question in plain words describes (docs/adr/0074)."""
 HEADING_CANDIDATES = 5
-"""Passages of a hit given the second look: the answer to a plain-words question is among its
-page's five best by words and window for most questions; each costs one short model run at
-search time (its vector is then kept, `DenseRanker.text_cosines`)."""
+"""Passages of a hit given the second look: on the agent loop the answer section is among the right
+page's five best by words and windows for 26 of 35 plain-words questions and 35 of 37 named ones
+(the best one: 15 and 30). Each costs one short model run the first time it is looked at (its
+vector is then kept, `DenseRanker.text_cosines`)."""
 HEADING_HITS = 1
 """Hits given the second look: the first, which an agent reads first. Each one looked at embeds up
 to HEADING_CANDIDATES headings not seen before: the first three cost about four times the CPU of a
@@ -181,7 +182,8 @@ def headings_looked_at(
     conn: sqlite3.Connection, look: SecondLook, scores: dict[int, float]
 ) -> dict[int, float]:
     """`scores`' HEADING_CANDIDATES best passages, rescored with the query's cosine with their
-    headings (HEADING_WEIGHT); the others are left out: the choice is among these."""
+    headings (HEADING_WEIGHT); the others are left out: the choice is among these. Weight 0: no
+    second look, `scores` as they are."""
     weight = HEADING_WEIGHT
     leading = sorted(scores, key=lambda passage_id: (-scores[passage_id], passage_id))[:HEADING_CANDIDATES]
     if not leading or weight == 0:
