@@ -19,7 +19,8 @@ Tokens are estimated as kbkit estimates them (`estimate_tokens`: JSON characters
 With `--semantic`, hybrid search too (BM25 fused with vectors per passage; the whole of cpp-docs
 is embedded first, which takes long: `--project DIR` keeps the index for another run): the
 result's offset from the passage its BM25 score and its vector favour together, at the weight
-shipped and at others (0: BM25 alone, 1: the vector alone).
+shipped and at others (0: BM25 alone, 1: the vector alone), with and without the second look at
+the first hit's headings (docs/adr/0074), whose CPU cost a search it prints too.
 
 Two sets of questions, each run on the same index: `named` (`agent_loop_questions.json`), nearly
 all of which name the class and the member, and `plain` (`agent_loop_plain_questions.json`), which
@@ -118,10 +119,12 @@ def sections_answerer(
     hybrid: bool = False,
     weight: float | None = None,
     share: float | None = None,
+    heading: float | None = None,
     named: bool = False,
 ) -> Answerer:
     """search (BM25 alone, or `hybrid` with the passages' vectors at `weight` in the choice of a
-    hit's passage and the dense score's passage share at `share`; None: as shipped), then one read
+    hit's passage, the second look at their headings at `heading` (0: none) and the dense score's
+    passage share at `share`; None: as shipped), then one read
     from the top hit's offset; with `named`, from whichever of the sections the top hit names (its
     own, or one in `also`) holds the answer: an agent that picks the right name, the most `also`
     can give (docs/adr/0059)."""
@@ -132,7 +135,7 @@ def sections_answerer(
         dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
 
     def answer(question: Question) -> Read | None:
-        with patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight):
+        with patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight), patched(fusion, "HEADING_WEIGHT", heading):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -290,18 +293,22 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         results["kbkit sections + vectors, the section named in the reply"] = run(
             sections_answerer(kb, hybrid=True, named=True), questions, answers
         )
-        for name, weight, share in (
-            ("kbkit sections + vectors (hybrid, as shipped)", None, None),
-            ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None),
-            ("  the same, passage: vector weight 0.2", 0.2, None),
-            ("  the same, passage: vector weight 0.5", 0.5, None),
-            ("  the same, passage: vector weight 0.7", 0.7, None),
-            ("  the same, passage: the best vector's (vector weight 1)", 1.0, None),
-            ("  page score from its opening alone (passage share 0)", None, 0.0),
-            ("  passage share 1 (the best of its passages)", None, 1.0),
+        for name, weight, share, heading in (
+            ("kbkit sections + vectors (hybrid, as shipped)", None, None, None),
+            ("  the same, no second look at the headings (heading weight 0)", None, None, 0.0),
+            ("  the same, heading weight 0.3", None, None, 0.3),
+            ("  the same, heading weight 0.7", None, None, 0.7),
+            ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None, None),
+            ("  the same, passage: vector weight 0.5", 0.5, None, None),
+            ("  the same, passage: the best vector's (vector weight 1)", 1.0, None, None),
+            ("  page score from its opening alone (passage share 0)", None, 0.0, None),
+            ("  passage share 1 (the best of its passages)", None, 1.0, None),
         ):
-            answerer = sections_answerer(kb, hybrid=True, weight=weight, share=share)
+            answerer = sections_answerer(kb, hybrid=True, weight=weight, share=share, heading=heading)
             results[name] = run(answerer, questions, answers)
+        results["  named in the reply, no second look"] = run(
+            sections_answerer(kb, hybrid=True, heading=0.0, named=True), questions, answers
+        )
     results |= {
         "whole document (before: the top hit read from offset 0)": run(
             whole_document_answerer(kb), questions, answers
@@ -311,6 +318,30 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
         ),
     }
     return results
+
+
+def second_look_cost(kb: KnowledgeBase, questions: list[Question]) -> dict[str, list[float]]:
+    """CPU milliseconds (every thread of the process) of one hybrid search per question: without
+    the second look at the hits' headings, with it on headings never embedded before (its text
+    vectors dropped before each search), and with them kept from an earlier search."""
+    dense = kb.dense_ranker()
+    assert isinstance(dense, semantic.DenseIndex), kb.hybrid_off
+    times: dict[str, list[float]] = {"second look off": [], "on, headings new": [], "on, headings kept": []}
+    kb_search.search(kb.store, kb.registry, questions[0].question, dense=dense)  # the vectors loaded
+    for question in questions:
+        for way, heading in (
+            ("second look off", 0.0),
+            ("on, headings new", None),
+            ("on, headings kept", None),
+        ):
+            if way == "on, headings new":
+                dense._texts.clear()
+            dense._asked = None  # the query is embedded in every way, as a new search does
+            with patched(fusion, "HEADING_WEIGHT", heading):
+                started = time.process_time()
+                kb_search.search(kb.store, kb.registry, question.question, dense=dense)
+                times[way].append((time.process_time() - started) * 1000)
+    return times
 
 
 def print_results(results: Results) -> None:
@@ -409,6 +440,11 @@ def main(argv: list[str] | None = None) -> int:
                 if embedded is None:
                     raise SystemExit(f"hybrid search is off: {kb.hybrid_off}")
                 embed_seconds = time.perf_counter() - started
+            costs = (
+                second_look_cost(kb, [q for questions in question_sets.values() for q in questions])
+                if args.semantic
+                else None
+            )
             chunks = Chunks(kb)
             by_set = {
                 name: run_ways(kb, chunks, questions, hybrid=args.semantic)
@@ -438,6 +474,15 @@ def main(argv: list[str] | None = None) -> int:
         )
     if len(by_set) > 1:
         print_side_by_side(by_set)
+    if costs is not None:
+        print_table(
+            ["hybrid search", "CPU ms p50", "p90", "max"],
+            [
+                [way, f"{percentile(ms, 50):.1f}", f"{percentile(ms, 90):.1f}", f"{max(ms):.1f}"]
+                for way, ms in costs.items()
+            ],
+            "The second look's cost (every question once, all threads of the process)",
+        )
     return 0
 
 

@@ -128,6 +128,9 @@ class _Remembered:
     def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
         return self._ranker.passage_cosines(query, doc_ids)
 
+    def text_cosines(self, query: str, texts: list[str]) -> list[float]:
+        return self._ranker.text_cosines(query, texts)
+
 
 CANDIDATES: dict[str, float | None] = {
     "convex 0.4": 0.4,

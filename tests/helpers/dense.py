@@ -20,3 +20,6 @@ class FixedDense:
 
     def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
         return {}
+
+    def text_cosines(self, query: str, texts: list[str]) -> list[float]:
+        return [0.0] * len(texts)

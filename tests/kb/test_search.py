@@ -180,12 +180,21 @@ class _FixedDense:
         self._ranking = [(ids[path], cosine, (at or {}).get(path, 0)) for path, cosine in ranked]
         self._windows = {ids[path]: [(at[path], cosines[path])] for path in (at or {})}
         self._windows |= {ids[path]: list(found.items()) for path, found in (windows or {}).items()}
+        self.headings: dict[str, float] = {}
+        """A passage heading's text (a part of it) -> its cosine (`text_cosines`)."""
+        self.looked: list[list[str]] = []
+        """The texts each `text_cosines` call was given."""
 
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         return self._ranking[:limit]
 
     def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
         return {doc_id: self._windows[doc_id] for doc_id in doc_ids if doc_id in self._windows}
+
+    def text_cosines(self, query: str, texts: list[str]) -> list[float]:
+        """Each text's cosine: that of the first of `headings`' keys it holds, else 0."""
+        self.looked.append(texts)
+        return [next((c for key, c in self.headings.items() if key in text), 0.0) for text in texts]
 
 
 MIXED_PAGES = {
@@ -408,6 +417,52 @@ def test_a_plain_words_question_lands_on_the_member_it_describes_not_the_one_it_
         assert hit("StartTimer: what happens when the timer rings") == "Clock Class > Clock::StartTimer"
     finally:
         kb.close()
+
+
+@pytest.fixture
+def clock_kb(tmp_path: Path):
+    notes = {f"notes/topic{i}.md": f"# Topic {i}\n\nNotes on subject {i}.\n" for i in range(12)}
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "p", {"clock.md": CLOCK, **notes})))
+    kb.scan()
+    yield kb
+    kb.close()
+
+
+def _clock_dense(kb: KnowledgeBase, **likes: float) -> _FixedDense:
+    """The clock page first, its members' windows scored `likes` (by member name)."""
+    windows = {CLOCK.index(f"## Clock::{name}") + 30: cosine for name, cosine in likes.items()}
+    return _FixedDense(kb, {"clock.md": 0.8}, windows={"clock.md": windows})
+
+
+QUIET = "make a timer go quiet for good"
+"""Shares only "timer" with the member that answers it (KillTimer) and with two that do not."""
+
+
+def test_a_hybrid_hits_leading_passages_get_a_second_look_at_their_headings(
+    clock_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window's vector mixes a member's summary with the rest of its section; the heading and
+    summary line alone say what the member does (docs/adr/0074). Among the hit's best passages by
+    words and windows, the query's likeness to their headings decides; a passage outside them
+    does not get in however like its heading is."""
+    dense = _clock_dense(clock_kb, StartTimer=0.5, KillTimer=0.5, OnTimer=0.5, SetVolume=0.5, SetTime=0.5)
+
+    def section() -> str:
+        return search(clock_kb.store, clock_kb.registry, QUIET, dense=dense).results[0].section
+
+    assert section() == "Clock Class > Clock::StartTimer"  # the headings all alike: the words decide
+    dense.headings = {"Kills the timer": 0.6, "Starts a timer": 0.2}
+    assert section() == "Clock Class > Clock::KillTimer"
+    assert all(len(texts) <= fusion.HEADING_CANDIDATES for texts in dense.looked)
+    assert any("Clock::Kill Timer Kills the timer event" in text for text in dense.looked[-1])
+    monkeypatch.setattr(fusion, "HEADING_WEIGHT", 0.0)
+    looked = len(dense.looked)
+    assert section() == "Clock Class > Clock::StartTimer"  # without the second look
+    assert len(dense.looked) == looked  # and no model run
+    monkeypatch.setattr(fusion, "HEADING_WEIGHT", 0.5)
+    monkeypatch.setattr(fusion, "HEADING_CANDIDATES", 2)
+    dense.headings = {"Sets the hour": 0.99}  # SetTime's: not among the two best by words
+    assert section() != "Clock Class > Clock::SetTime"
 
 
 def test_a_member_the_query_names_keeps_its_passage_against_a_stronger_vector(tmp_path: Path) -> None:

@@ -585,3 +585,30 @@ def test_an_edit_embeds_again_only_the_passages_it_changed(tmp_path: Path, encod
         assert second.reused == second.chunks - 1
     finally:
         kb.close()
+
+
+@needs_extra
+def test_short_texts_compared_at_search_time_are_embedded_once_and_kept_within_a_cap(
+    tmp_path: Path, encoder: semantic.Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hybrid hit's leading headings are embedded when searched (docs/adr/0074): the same pages
+    come back in an agent's searches, so a heading already seen costs no model run, and the
+    vectors kept are bounded."""
+    kb = _kb(make_project(tmp_path / "p", DOCS, config=HYBRID))
+    try:
+        dense = semantic.DenseIndex(kb.store, encoder)
+        headings = ["Credentials: Create a new secret in the vault", "Releases: Tag the version"]
+        first = dense.text_cosines(PARAPHRASE, headings)
+        assert first[0] > first[1]  # the password question is about secrets, not tags
+        rows = encoder.rows
+        assert dense.text_cosines(PARAPHRASE, headings[::-1]) == first[::-1]
+        assert encoder.rows == rows  # no model run: both kept
+        monkeypatch.setattr(semantic.dense, "TEXT_VECTORS", 2)
+        dense.text_cosines(PARAPHRASE, ["On-call: who to page at night"])  # the least recent leaves
+        rows = encoder.rows
+        dense.text_cosines(PARAPHRASE, headings[:1])  # used last by the second call: kept
+        assert encoder.rows == rows
+        dense.text_cosines(PARAPHRASE, headings[1:])
+        assert encoder.rows == rows + 1
+    finally:
+        kb.close()

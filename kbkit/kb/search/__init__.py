@@ -7,7 +7,7 @@ optionally fuses a dense ranking (`[search] semantic`: a convex combination of n
 scores), and reports scores relative to the best hit, so 1.0 is the top hit and 0.5 half as good,
 on any corpus size. Each hit names the section of its best passage, where a read of it starts, and
 takes its snippet from it (docs/adr/0026); with hybrid on, the passage its BM25 score and its
-vector favour together (docs/adr/0057).
+vector favour together, after a second look at the headings of the best few (docs/adr/0057, 0074).
 
 One module per concern, each importing only those before it: `query` (user text -> MATCH),
 `ranking` (BM25, passages, the reference prior, folding), `naming` (what a query names),

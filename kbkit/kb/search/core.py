@@ -181,7 +181,11 @@ def shape(
             named = {doc_id for doc_id, found in best.items() if naming.names_member(found.section, targets)}
             unnamed = [hit for hit in hits if hit.doc_id not in named]
             windows = dense.passage_cosines(ranked.query, [hit.doc_id for hit in unnamed])
-            best |= fusion.vector_passages(conn, compiled.match, unnamed, best, windows, pool_passages)
+            first = frozenset(hit.doc_id for hit in hits[: fusion.HEADING_HITS])
+            look = fusion.SecondLook(dense, ranked.query, first)
+            best |= fusion.vector_passages(
+                conn, compiled.match, unnamed, best, windows, pool_passages, look=look
+            )
         shown = snippets(conn, hits, best, marker(compiled.terms, compiled.runs), ranked.registry)
         also = results.other_sections(pool_passages, best, [hit.doc_id for hit in hits])
     result = results.shaped(

@@ -1,10 +1,12 @@
 """Hybrid search: a dense ranking (the `semantic` extra) fused with BM25, and the passage a hit
-points at chosen by its passages' BM25 scores and vectors together (docs/adr/0028, 0057)."""
+points at chosen by its passages' BM25 scores and vectors together, then by a second look at the
+leading ones' headings (docs/adr/0028, 0057, 0074)."""
 
 from __future__ import annotations
 
 import bisect
 import sqlite3
+from dataclasses import dataclass
 from typing import Protocol
 
 from kbkit.kb import passages
@@ -44,6 +46,10 @@ class DenseRanker(Protocol):
 
     def passage_cosines(self, query: str, doc_ids: list[int]) -> dict[int, list[tuple[int, float]]]:
         """doc_id -> (where each of its passage windows' text starts, its cosine with `query`)."""
+        ...
+
+    def text_cosines(self, query: str, texts: list[str]) -> list[float]:
+        """The cosine of `query` with each of `texts`, embedded now (a few passages' headings)."""
         ...
 
 
@@ -113,6 +119,84 @@ def fuse(
     return [known[doc_id].rescored(scores[doc_id]) for doc_id in order[:pool]]
 
 
+HEADING_WEIGHT = 0.5
+"""A second look at a hybrid hit's leading passages: of its HEADING_CANDIDATES best (by
+PASSAGE_VECTOR_WEIGHT's score), the one with the best (1 - w) x that score + w x the query's cosine
+with the passage's heading (its heading path and summary line, "CWnd::KillTimer Kills the timer
+event identified by nIDEvent"), embedded at search time, w being this. A window's vector mixes a
+member's summary with its parameters and remarks; the heading alone says what the member does,
+which is what a question in plain words describes (docs/adr/0074)."""
+HEADING_CANDIDATES = 5
+"""Passages of a hit given the second look: on the agent loop the answer section is among the right
+page's five best by words and windows for 26 of 35 plain-words questions and 35 of 37 named ones
+(the best one: 15 and 30). Each costs one short model run the first time it is looked at (its
+vector is then kept, `DenseRanker.text_cosines`)."""
+HEADING_HITS = 1
+"""Hits given the second look: the first, which an agent reads first. Each one looked at embeds up
+to HEADING_CANDIDATES headings not seen before: the first three cost about four times the CPU of a
+hybrid search without it on a busy 2-core machine, the first one alone about twice
+(docs/benchmarks.md)."""
+
+
+@dataclass(frozen=True)
+class SecondLook:
+    """Which hits get a second look at their leading passages' headings, and with what."""
+
+    dense: DenseRanker
+    query: str
+    doc_ids: frozenset[int]
+    """The first HEADING_HITS hits of the search."""
+
+
+def passage_scores(
+    conn: sqlite3.Connection,
+    match: str,
+    doc_id: int,
+    windows: list[tuple[int, float]],
+    pooled: dict[int, list[passages.Best]],
+    weight: float,
+) -> tuple[dict[int, float], list[passages.Best]]:
+    """passage id -> (1 - weight) x its BM25 score (relative to the page's best passage's) +
+    weight x its window's best cosine, for the passages of `doc_id` that match or have a window;
+    and the matching passages, best first. BM25 scores come from the index-wide pool (`pooled`;
+    a passage outside it counts 0), or from one ranged query for a hit with none there."""
+    if doc_id in pooled:
+        matched, starts = pooled[doc_id], passages.starts(conn, doc_id)
+    else:
+        matched, starts = passages.scored(conn, match, doc_id)
+    top = matched[0].score if matched and matched[0].score > 0 else 1.0
+    scores = {found.passage_id: (1 - weight) * found.score / top for found in matched}
+    offsets = [start for start, _ in starts]
+    vector: dict[int, float] = {}
+    for at, cosine in windows:
+        index = bisect.bisect_right(offsets, at) - 1
+        if index >= 0:
+            passage_id = starts[index][1]
+            vector[passage_id] = max(cosine, vector.get(passage_id, -1.0))
+    for passage_id, cosine in vector.items():
+        scores[passage_id] = scores.get(passage_id, 0.0) + weight * cosine
+    return scores, matched
+
+
+def headings_looked_at(
+    conn: sqlite3.Connection, look: SecondLook, scores: dict[int, float]
+) -> dict[int, float]:
+    """`scores`' HEADING_CANDIDATES best passages, rescored with the query's cosine with their
+    headings (HEADING_WEIGHT); the others are left out: the choice is among these. Weight 0: no
+    second look, `scores` as they are."""
+    weight = HEADING_WEIGHT
+    leading = sorted(scores, key=lambda passage_id: (-scores[passage_id], passage_id))[:HEADING_CANDIDATES]
+    if not leading or weight == 0:
+        return scores
+    marks = ", ".join("?" * len(leading))
+    headings = dict(conn.execute(f"SELECT id, heading FROM passages WHERE id IN ({marks})", leading))
+    cosines = look.dense.text_cosines(look.query, [headings.get(passage_id, "") for passage_id in leading])
+    return {
+        passage_id: (1 - weight) * scores[passage_id] + weight * cosine
+        for passage_id, cosine in zip(leading, cosines, strict=True)
+    }
+
+
 def vector_passages(
     conn: sqlite3.Connection,
     match: str,
@@ -122,34 +206,21 @@ def vector_passages(
     pooled: dict[int, list[passages.Best]],
     *,
     weight: float | None = None,
+    look: SecondLook | None = None,
 ) -> dict[int, passages.Best]:
     """doc_id -> the passage each hit points at when its passages' vectors change the choice
-    (PASSAGE_VECTOR_WEIGHT): its passages scored by BM25 (relative to its best) and by their
-    window's cosine, the best of them. BM25 scores come from the index-wide pool the ranking
-    already fetched (`pooled`; a passage outside it counts 0), or from one ranged query for a hit
-    with none there. The caller leaves out the hits whose passage the query names
-    (`names_member`): a name asked for outweighs a likeness."""
+    (`passage_scores`, PASSAGE_VECTOR_WEIGHT), after a second look at their headings for the hits
+    `look` names (`headings_looked_at`). The caller leaves out the hits whose passage the query
+    names (`names_member`): a name asked for outweighs a likeness."""
     weight = PASSAGE_VECTOR_WEIGHT if weight is None else weight
     out: dict[int, passages.Best] = {}
     for hit in hits:
         windows = cosines.get(hit.doc_id)
         if not windows:
             continue
-        if hit.doc_id in pooled:
-            matched, starts = pooled[hit.doc_id], passages.starts(conn, hit.doc_id)
-        else:
-            matched, starts = passages.scored(conn, match, hit.doc_id)
-        top = matched[0].score if matched and matched[0].score > 0 else 1.0
-        scores = {found.passage_id: (1 - weight) * found.score / top for found in matched}
-        offsets = [start for start, _ in starts]
-        vector: dict[int, float] = {}
-        for at, cosine in windows:
-            index = bisect.bisect_right(offsets, at) - 1
-            if index >= 0:
-                passage_id = starts[index][1]
-                vector[passage_id] = max(cosine, vector.get(passage_id, -1.0))
-        for passage_id, cosine in vector.items():
-            scores[passage_id] = scores.get(passage_id, 0.0) + weight * cosine
+        scores, matched = passage_scores(conn, match, hit.doc_id, windows, pooled, weight)
+        if look is not None and hit.doc_id in look.doc_ids:
+            scores = headings_looked_at(conn, look, scores)
         chosen = max(scores, key=lambda passage_id: (scores[passage_id], -passage_id))
         current = best.get(hit.doc_id)
         if current is not None and current.passage_id == chosen:

@@ -1,12 +1,14 @@
 """The dense ranking: a query embedded once and scored against every stored chunk vector; a
 document's similarity mixes its opening's best cosine and its best passage's (PASSAGE_SHARE), and
-its passage windows' cosines help choose which passage a hybrid hit points at (docs/adr/0057).
+its passage windows' cosines, and short texts embedded at search time (a hit's leading headings),
+help choose which passage a hybrid hit points at (docs/adr/0057, 0074).
 `search.py` fuses this ranking with BM25.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from kbkit.kb.semantic.chunks import MAX_CHUNKS
@@ -17,6 +19,9 @@ PASSAGE_SHARE = 0.5
 """A document's dense score: (1 - PASSAGE_SHARE) x its opening's best cosine + PASSAGE_SHARE x its
 best passage's (its opening's again when it has one passage). Measured against the best of all
 vectors and the opening alone (docs/benchmarks.md)."""
+TEXT_VECTORS = 4096
+"""Vectors of short texts embedded at search time (`text_cosines`) kept for the next search: the
+same pages come back in an agent's searches, so their texts are embedded once (1.5 KB each)."""
 
 
 class DenseIndex:
@@ -40,6 +45,8 @@ class DenseIndex:
         """doc_id -> its index in `_doc_ids` (and `_starts`)."""
         self._asked: tuple[str, Any] | None = None
         """The last query and its vector: `passage_cosines` after `rank` embeds it once."""
+        self._texts: OrderedDict[str, Any] = OrderedDict()
+        """Short texts embedded at search time -> their vectors, the least recently used dropped."""
 
     @property
     def languages(self) -> frozenset[str] | None:
@@ -105,6 +112,23 @@ class DenseIndex:
                     starts = [int(self._offsets[row]) for row in rows]
                     out[doc_id] = list(zip(starts, map(float, cosines), strict=True))
         return out
+
+    def text_cosines(self, query: str, texts: list[str]) -> list[float]:
+        """The cosine of `query` with each of `texts`, embedded now (short texts: a few passages'
+        headings), their vectors kept for later searches (TEXT_VECTORS)."""
+        vector = self._vector(query)
+        with self._lock:
+            known = {text: self._texts[text] for text in texts if text in self._texts}
+        missing = [text for text in dict.fromkeys(texts) if text not in known]
+        if missing:
+            known |= dict(zip(missing, self._encoder.encode(missing), strict=True))
+        with self._lock:
+            for text, found in known.items():
+                self._texts[text] = found
+                self._texts.move_to_end(text)
+            while len(self._texts) > TEXT_VECTORS:
+                self._texts.popitem(last=False)
+        return [float(known[text] @ vector) for text in texts]
 
     def rank(self, query: str, limit: int, *, path_prefix: str = "") -> list[tuple[int, float, int]]:
         """The `limit` documents most like `query`: (doc_id, score, where the text of its most
