@@ -28,11 +28,10 @@ PASSAGE_WEIGHT = 1.5
 own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
 REFERENCE_WEIGHT = 0.3
 """The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
-other documents name it (a `name` code span, or a relative link resolved to its folder and name:
-`fields.reference_keys`). The page others point at
-(`chmod`, a team's main runbook) outranks rarer pages that only share a word with the query
-(docs/adr/0024 and docs/benchmarks.md have the measurements). A query of keywords is left to its
-words (`referenced`)."""
+references of other documents name it (a `name` code span by its file name, a link by the folder
+and name it resolves to: `fields.reference_keys`). The page others point at (`chmod`, a team's
+main runbook) outranks rarer pages that only share a word with the query (docs/adr/0024, 0075 and
+docs/benchmarks.md have the measurements). A query of keywords is left to its words (`referenced`)."""
 
 
 CHANGELOG_WEIGHT = 0.5

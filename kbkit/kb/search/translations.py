@@ -241,7 +241,7 @@ def has_copies(store: Store) -> bool:
     version = store.data_version()
     known = _COPIES.get(store)
     if known is None or known[0] != version:
-        paths = store.reader().execute("SELECT path FROM documents")
+        paths = store.reader().execute("SELECT path FROM documents").fetchall()
         known = _COPIES[store] = (version, any(copy_of(path) for (path,) in paths))
     return known[1]
 
