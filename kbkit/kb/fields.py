@@ -13,10 +13,12 @@ reference prior (docs/adr/0024, 0075).
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 
 from kbkit.kb import passages, segment
 from kbkit.kb.documents import Document
@@ -101,13 +103,30 @@ def link_key(path: str, target: str) -> str | None:
     addresses may leave out (`/docs/demo/` for `en/docs/demo/_index.md`): only its last folder is
     compared. A link that climbs above the kb, or an absolute one without a folder, names a file
     name alone, as a code span does."""
-    target = target.split("#", 1)[0].split("?", 1)[0]
-    if not target or ":" in target:
-        return None
+    return _links_from(path)(target)
+
+
+def _links_from(path: str) -> Callable[[str], str | None]:
+    """`link_key` for the links of the document at `path`: where they are resolved from, found once."""
     folder, _, file = path.rpartition("/")
-    page = folder if stem(file).lower() in INDEX_NAMES else posixpath.join(folder, stem(file))
+    name = stem(file)
+    page = folder if name.lower() in INDEX_NAMES else f"{folder}/{name}" if folder else name
+
+    def key(target: str) -> str | None:
+        target = target.split("#", 1)[0].split("?", 1)[0]
+        if not target or ":" in target:
+            return None
+        base = "" if target.startswith("/") else page if target.endswith("/") else folder
+        return _resolved(base, target)
+
+    return key
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _resolved(base: str, target: str) -> str | None:
+    """`target` (no anchor, no scheme) resolved against the folder `base`, as `link_key` names it.
+    Kept by both: the pages of a folder link to the same pages."""
     absolute = target.startswith("/")
-    base = "" if absolute else page if target.endswith("/") else folder
     joined = posixpath.normpath(posixpath.join(base, target.strip("/")))
     parts = [part for part in joined.split("/") if part not in ("", ".", "..")]
     if not parts:
@@ -126,7 +145,8 @@ def references(path: str, text: str) -> set[str]:
     the document itself. One regex pass over the indexed text: linear."""
     body = capped(text)
     found = {name.lower() for name in set(_CODE_NAME.findall(body))}
-    found.update(key for target in set(_LINK_TARGET.findall(body)) if (key := link_key(path, target)))
+    link = _links_from(path)
+    found.update(key for target in set(_LINK_TARGET.findall(body)) if (key := link(target)))
     found.difference_update(reference_keys(path))
     found.discard("")
     return set(sorted(found)[:MAX_REFERENCES])
