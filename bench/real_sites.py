@@ -25,8 +25,11 @@ question kbkit's default ranks below the better baseline, with what it ranked fi
 per set: success@5 and MRR@10 with the rule on minus with it off. A rule that costs a set is
 narrowed or removed (docs/adr/0067).
 
+`--workdir DIR` keeps each site's project (its index and vectors) there and reuses it: a hybrid
+run embeds each site once, and a later run with other ranking code asks the same vectors.
+
     .venv/bin/python -m bench.real_sites --repos DIR [--sites a,b] [--no-hybrid] [--ablation]
-        [--cache DIR] [--json OUT]
+        [--cache DIR] [--workdir DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -143,8 +146,9 @@ def materialize(site: Site, repos: Path, cache: Path) -> Path:
 
 
 def open_indexed(root: Path, kb_folder: Path, *, hybrid: bool) -> tuple[KnowledgeBase, float]:
-    """A project over `kb_folder` indexed (and embedded, for hybrid): the kb and the seconds it took."""
-    root.mkdir(parents=True)
+    """A project over `kb_folder` indexed (and embedded, for hybrid): the kb and the seconds it took.
+    A project kept from an earlier run (`--workdir`) is brought up to date, not made again."""
+    root.mkdir(parents=True, exist_ok=True)
     semantic = "[search]\nsemantic = true\n" if hybrid else ""
     (root / "kbkit.toml").write_text(f'[kb]\npath = "{kb_folder}"\n{semantic}', encoding="utf-8")
     kb = KnowledgeBase.open(load_settings(root, as_written=True))  # the bench wrote it: nothing to trust
@@ -283,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ablation", action="store_true", help="also ask kbkit's default with each ranking rule left out"
     )
+    parser.add_argument(
+        "--workdir", type=Path, help="keep each site's project (index and vectors) here and reuse it"
+    )
     parser.add_argument("--json", type=Path, help="save every question's rank per method here")
     args = parser.parse_args(argv)
     if args.repos is None:
@@ -307,9 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         cache = args.cache.expanduser().resolve() if args.cache else Path(tmp) / "sites"
         for site in sites:
             kb_folder = materialize(site, args.repos.expanduser().resolve(), cache)
-            results[site.name] = run_site(
-                site, kb_folder, Path(tmp) / "projects", hybrid=hybrid, ablation=args.ablation
-            )
+            projects = args.workdir.expanduser().resolve() if args.workdir else Path(tmp) / "projects"
+            results[site.name] = run_site(site, kb_folder, projects, hybrid=hybrid, ablation=args.ablation)
             print(f"{site.name}: {results[site.name]['files']} files", file=sys.stderr, flush=True)
     for site in sites:
         figures = results[site.name]

@@ -6,16 +6,19 @@ and `tags`/`keywords`. The indexer calls `write()` for each document it (re)inde
 `remove()` for each it drops; the search weighs the columns in the order of `COLUMNS`. Its
 passages (kbkit/kb/passages.py) are written and dropped with it.
 
-Each document's references to others (`name` code spans and Markdown link targets, by file
-name) are kept too: how many documents refer to a hit is the search's reference prior
-(docs/adr/0024).
+Each document's references to others are kept too (`name` code spans by file name, Markdown
+links by the folder and name they resolve to): how many documents refer to a hit is the search's
+reference prior (docs/adr/0024, 0075).
 """
 
 from __future__ import annotations
 
+import functools
+import posixpath
 import re
 import sqlite3
 from collections import Counter
+from collections.abc import Callable
 
 from kbkit.kb import passages, segment
 from kbkit.kb.documents import Document
@@ -68,20 +71,83 @@ MAX_REFERENCES = 1000
 """At most this many distinct names a document refers to are kept (a page of links counts once each)."""
 _CODE_NAME = re.compile(r"`([\w.+-]{1,64})`")
 _LINK_TARGET = re.compile(r"\]\(\s*<?([^()\s<>]{1,512})")
+INDEX_NAMES = frozenset(("_index", "index", "readme"))
+"""File names (without extension, any case) that stand for their folder: `collector/install/_index.md`
+is named "install", and a link to `collector/install/` is to it."""
+
+
+def called(path: str) -> tuple[list[str], str]:
+    """A page's folders and the name it goes by: its file name without extension, or an
+    INDEX_NAMES file's folder (`docs/demo/_index.md`: (["docs"], "demo"))."""
+    *folders, name = path.split("/")
+    name = stem(name)
+    if name.lower() in INDEX_NAMES and folders:
+        name = folders.pop()
+    return folders, name
+
+
+def reference_keys(path: str) -> tuple[str, ...]:
+    """What references to the document at `path` name it by (lower case): its name, as a code span
+    does (`instrumentation`), and where a link resolves to, its folder and name
+    (`java/instrumentation`), or `/name` at the kb's top."""
+    folders, name = called(path.lower())
+    return (name, f"{folders[-1] if folders else ''}/{name}")
+
+
+def link_key(path: str, target: str) -> str | None:
+    """The document a Markdown link in the document at `path` is to, as `reference_keys` names it;
+    None for a link outside the kb (a scheme) or to the page itself (an anchor). A relative link
+    is resolved against the linking file's folder, or when it ends in `/` against the page's own
+    address, which is then a folder (Hugo's `../install/` in `collector/quick-start.md` is
+    `collector/install/`); an absolute one against the kb's top, whose first folders a site's
+    addresses may leave out (`/docs/demo/` for `en/docs/demo/_index.md`): only its last folder is
+    compared. A link that climbs above the kb, or an absolute one without a folder, names a file
+    name alone, as a code span does."""
+    return _links_from(path)(target)
+
+
+def _links_from(path: str) -> Callable[[str], str | None]:
+    """`link_key` for the links of the document at `path`: where they are resolved from, found once."""
+    folder, _, file = path.rpartition("/")
+    name = stem(file)
+    page = folder if name.lower() in INDEX_NAMES else f"{folder}/{name}" if folder else name
+
+    def key(target: str) -> str | None:
+        target = target.split("#", 1)[0].split("?", 1)[0]
+        if not target or ":" in target:
+            return None
+        base = "" if target.startswith("/") else page if target.endswith("/") else folder
+        return _resolved(base, target)
+
+    return key
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _resolved(base: str, target: str) -> str | None:
+    """`target` (no anchor, no scheme) resolved against the folder `base`, as `link_key` names it.
+    Kept by both: the pages of a folder link to the same pages."""
+    absolute = target.startswith("/")
+    joined = posixpath.normpath(posixpath.join(base, target.strip("/")))
+    parts = [part for part in joined.split("/") if part not in ("", ".", "..")]
+    if not parts:
+        return None
+    folders, name = called("/".join(parts).lower())
+    if joined.startswith("..") or (absolute and not folders):
+        return name  # its folder is not known
+    return f"{folders[-1] if folders else ''}/{name}"
 
 
 def references(path: str, text: str) -> set[str]:
-    """The file names (stems, lower-cased) of the documents `text` refers to: a code span that is a
-    single name (`chmod`, `rotate-api-key`) or the target of a relative Markdown link
-    (`[how](../runbooks/rotate-api-key.md#steps)`). Links with a scheme point outside the kb and
-    are left out, as is the document's own name. One regex pass over the indexed text: linear."""
+    """What `text` (the document at `path`) refers to, as `reference_keys` names documents: a code
+    span that is a single name (`chmod`, `rotate-api-key`), by that name, and the target of a
+    relative Markdown link (`[how](../runbooks/rotate-api-key.md#steps)`), by the folder and name
+    it resolves to (`link_key`). Links with a scheme point outside the kb and are left out, as is
+    the document itself. One regex pass over the indexed text: linear."""
     body = capped(text)
     found = {name.lower() for name in set(_CODE_NAME.findall(body))}
-    for target in set(_LINK_TARGET.findall(body)):
-        target = target.split("#", 1)[0].split("?", 1)[0]
-        if target and ":" not in target:
-            found.add(stem(target.rstrip("/")).lower())
-    found.discard(stem(path).lower())
+    link = _links_from(path)
+    found.update(key for target in set(_LINK_TARGET.findall(body)) if (key := link(target)))
+    found.difference_update(reference_keys(path))
     found.discard("")
     return set(sorted(found)[:MAX_REFERENCES])
 
@@ -145,7 +211,7 @@ def count_references(conn: sqlite3.Connection, counts: Counter[str]) -> None:
 
 
 def reference_counts(conn: sqlite3.Connection, names: list[str]) -> dict[str, int]:
-    """name -> how many documents refer to that file name (kept by write/remove: one lookup each)."""
+    """name -> how many documents refer to it (`reference_keys`; kept by write/remove: one lookup each)."""
     counts: dict[str, int] = {}
     for start in range(0, len(names), 500):
         part = names[start : start + 500]

@@ -22,14 +22,15 @@ from kbkit.kb.fields import (
 )
 from kbkit.kb.formats.registry import outline_of
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """3: file-name, description and tags columns; the embeddings table. 4: the mentions table (the
 file names each document refers to) and the referenced table (how many documents refer to each).
 5: the passages and passages_fts tables (each document's sections). 6: each vector row's start
 offset and token hash (`embeddings.start`, `embeddings.key`). 7: the segmented columns and the
 tokenizer keeping combining marks (kbkit/kb/segment.py: Chinese, Japanese, Korean, Thai). 8: no
 table changed; Markdown, HTML and notebook documents are read again by the next scan (heading
-attribute lists and templates, docs/adr/0056). Older files are upgraded (MIGRATIONS) or rebuilt."""
+attribute lists and templates, docs/adr/0056). 9: no table changed; the mentions name a link's
+target by its folder and name (docs/adr/0075). Older files are upgraded (MIGRATIONS) or rebuilt."""
 RESEGMENTED = (
     "the full-text index was rebuilt from the stored text to find words in Chinese, Japanese, "
     "Korean and Thai (once, after an upgrade)"
@@ -69,11 +70,23 @@ def _add_mentions(conn: sqlite3.Connection) -> None:
     """Schema 3 -> 4: the mentions and referenced tables, filled from the indexed text (vectors and
     all else kept)."""
     _statements(conn, _MENTIONS)
+    _fill_mentions(conn)
+
+
+def _fill_mentions(conn: sqlite3.Connection) -> None:
     rows = conn.execute("SELECT d.id, d.path, f.body FROM documents d JOIN documents_fts f ON f.rowid = d.id")
     counts: Counter[str] = Counter()
     for doc_id, path, body in rows.fetchall():
         record_references(conn, doc_id, references(path, body or ""), counts)
     count_references(conn, counts)
+
+
+def _links_by_path(conn: sqlite3.Connection) -> None:
+    """Schema 8 -> 9: the references found again from the indexed text, links by the folder and
+    name they resolve to, not by file name alone (docs/adr/0075; vectors and all else kept)."""
+    conn.execute("DELETE FROM mentions")
+    conn.execute("DELETE FROM referenced")
+    _fill_mentions(conn)
 
 
 def _add_passages(conn: sqlite3.Connection) -> None:
@@ -133,6 +146,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     5: _add_chunk_offsets,
     6: _resegment,
     7: _read_pages_again,
+    8: _links_by_path,
 }
 """Schema version -> the step to the next one, for changes that need no rebuild (or re-embedding);
 a step may mark documents for the next scan to read again (READ_AGAIN)."""

@@ -11,7 +11,7 @@ import pytest
 
 from kbkit.config import load_settings
 from kbkit.kb.base import KnowledgeBase
-from kbkit.kb.fields import MAX_REFERENCES, lead, name_words, references
+from kbkit.kb.fields import MAX_REFERENCES, lead, link_key, name_words, reference_keys, references
 from kbkit.kb.schema import REREAD, RESEGMENTED, SCHEMA_VERSION
 from tests.helpers.project import make_project
 from tests.peers.launch import forked_kbkit
@@ -190,7 +190,7 @@ def test_scores_are_relative_to_the_best_hit_even_on_a_tiny_corpus(open_kb) -> N
         ("Run `sudo chown user file` first.", set()),  # a command line, not a name
         (
             "[steps](../runbooks/Rotate-API-Key.md#revoke) and [home](./index.md?x=1)",
-            {"rotate-api-key", "index"},
+            {"runbooks/rotate-api-key", "/pages"},  # by folder and name; an index file is its folder
         ),
         ("[site](https://example.com/chmod.html), [mail](mailto:a@b.c)", set()),  # outside the kb
         ("I am `chown` and I mention `chown` and `CHOWN`.", set()),  # its own name
@@ -198,6 +198,71 @@ def test_scores_are_relative_to_the_best_hit_even_on_a_tiny_corpus(open_kb) -> N
 )
 def test_references_are_name_code_spans_and_relative_link_targets(text: str, names: set[str]) -> None:
     assert references("pages/chown.md", text) == names
+
+
+@pytest.mark.parametrize(
+    ("path", "target", "key"),
+    [
+        ("docs/a/b.md", "c.md", "a/c"),  # beside the linking file
+        ("docs/a/b.md", "../x/y.md#part", "x/y"),
+        ("docs/a/b.md", "../x/_index.md", "docs/x"),  # an index file stands for its folder
+        ("docs/a/b.md", "../y/", "a/y"),  # a page whose address is a folder: Hugo's `docs/a/b/`
+        ("docs/a/_index.md", "y/", "a/y"),  # an index page's address is its folder
+        ("docs/a/b.md", "/docs/demo/", "docs/demo"),  # absolute: its last folder compared
+        ("docs/a/b.md", "/demo/", "demo"),  # no folder: a name, as a code span
+        ("b.md", "../../chmod.md", "chmod"),  # above the kb: a name
+        ("b.md", "c.md", "/c"),  # at the kb's top
+        ("docs/a/b.md", "#part", None),
+        ("docs/a/b.md", "https://example.com/x.md", None),
+    ],
+)
+def test_a_link_is_to_the_folder_and_name_it_resolves_to(path: str, target: str, key: str | None) -> None:
+    assert link_key(path, target) == key
+    if key is not None:
+        target_path = {"a/c": "docs/a/c.md", "docs/demo": "en/docs/demo/_index.md"}.get(key)
+        assert target_path is None or key in reference_keys(target_path)
+
+
+def test_a_link_counts_for_the_page_it_resolves_to_not_every_file_of_its_name(open_kb) -> None:
+    tutorial, instrumentation = (
+        "# Tutorial\n\nStart the tutorial {0}.\n",
+        "# Instrumentation\n\nInstrument {0} code.\n",
+    )
+    files = {  # two pages of each name alike but for a word (not copies), their matches equal
+        "docs/tutorial/_index.md": tutorial.format("here"),
+        "docs/python/tutorial.md": tutorial.format("there"),
+        "docs/languages/go/instrumentation.md": instrumentation.format("Go"),
+        "docs/languages/java/instrumentation.md": instrumentation.format("Java"),
+    }
+    link = "# Page {0}\n\n[One](/docs/tutorial/), [two](../languages/java/instrumentation.md)." + FILLER
+    files |= {f"docs/guide/page-{i}.md": link.format(i) for i in range(3)}
+    kb = open_kb(files)
+    pages = [path for path in files if "/guide/" not in path]
+    ranked = [path for path in paths(kb, "start the tutorial") if path in pages]
+    # By file name alone, the links counted for python/tutorial.md and both instrumentation.md
+    assert ranked == ["docs/tutorial/_index.md", "docs/python/tutorial.md"]
+    ranked = [path for path in paths(kb, "how to instrument code") if path in pages]
+    assert ranked == ["docs/languages/java/instrumentation.md", "docs/languages/go/instrumentation.md"]
+
+
+def test_an_index_whose_links_were_counted_by_file_name_counts_them_again_by_path(tmp_path: Path) -> None:
+    files = {"docs/a/page.md": "# Page\n\n[x](../b/topic.md) and `topic`.\n", "docs/b/topic.md": "# Topic\n"}
+    settings = load_settings(make_project(tmp_path / "p", files))
+    kb = KnowledgeBase.open(settings)
+    kb.scan()
+    kb.close()
+    with sqlite3.connect(settings.index_path) as conn:  # schema 8 named a link by its file name
+        conn.execute("UPDATE mentions SET names = 'topic'")
+        conn.execute("DELETE FROM referenced")
+        conn.execute("INSERT INTO referenced VALUES ('topic', 1)")
+        conn.execute("PRAGMA user_version = 8")
+    kb = KnowledgeBase.open(settings)
+    try:
+        conn = kb.store.reader()
+        assert conn.execute("SELECT names FROM mentions").fetchall() == [("b/topic\ntopic",)]
+        assert sorted(conn.execute("SELECT * FROM referenced")) == [("b/topic", 1), ("topic", 1)]
+    finally:
+        kb.close()
 
 
 def test_references_per_document_are_capped() -> None:

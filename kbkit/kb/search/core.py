@@ -147,7 +147,7 @@ def rank(
             hits, folded = ranking.fold(conn, ranked, limit)
         else:
             hits, folded = ranked[:limit], {}
-        translated = translations.other_languages(conn, hits, limit)
+        languages = translations.other_languages(conn, hits, limit, translated=translations.has_copies(store))
     return Ranking(
         store=store,
         registry=registry,
@@ -161,7 +161,7 @@ def rank(
         best=best,
         hits=hits,
         folded=folded,
-        translated=translated,
+        translated=languages,
     )
 
 

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from kbkit.kb import passages
-from kbkit.kb.fields import FTS_COLUMNS, reference_counts, stem
+from kbkit.kb.fields import FTS_COLUMNS, called, reference_counts, reference_keys, stem
 from kbkit.kb.search.query import stems
 
 FIELD_WEIGHTS = {"title": 1.5, "name": 2.0, "description": 1.5, "tags": 1.5, "headings": 1.0, "body": 1.0}
@@ -28,10 +28,10 @@ PASSAGE_WEIGHT = 1.5
 own BM25 score (relative to the best document's); docs/adr/0026 has the measurements."""
 REFERENCE_WEIGHT = 0.3
 """The reference prior: a hit's BM25 score is multiplied by 1 + 0.3 ln(1 + n), n being how many
-other documents name it (a `name` code span or a relative link to it). The page others point at
-(`chmod`, a team's main runbook) outranks rarer pages that only share a word with the query
-(docs/adr/0024 and docs/benchmarks.md have the measurements). A query of keywords is left to its
-words (`referenced`)."""
+references of other documents name it (a `name` code span by its file name, a link by the folder
+and name it resolves to: `fields.reference_keys`). The page others point at (`chmod`, a team's
+main runbook) outranks rarer pages that only share a word with the query (docs/adr/0024, 0075 and
+docs/benchmarks.md have the measurements). A query of keywords is left to its words (`referenced`)."""
 
 
 CHANGELOG_WEIGHT = 0.5
@@ -48,10 +48,6 @@ RELEASE_NOTE = re.compile(
 """A file named for one version is that version's notes (pytest's `announce/release-2.2.0.rst`,
 `releases/1.4.md`, `whatsnew-3.12`, `v2.0.1`): a change log too (`is_changelog`, docs/adr/0068)."""
 
-
-INDEX_NAMES = frozenset(("_index", "index", "readme"))
-"""File names (without extension, any case) that stand for their folder: `collector/install/_index.md`
-is named "install"."""
 
 RULES = (
     "field weights",
@@ -160,12 +156,15 @@ def referenced(conn: sqlite3.Connection, ranked: list[Ranked], *, keywords: bool
     and the page others point at is the likelier answer (docs/adr/0067)."""
     if keywords:
         return ranked
-    names = {hit.doc_id: stem(hit.path).lower() for hit in ranked}
-    counts = reference_counts(conn, sorted(set(names.values())))
+    keys = {hit.doc_id: reference_keys(hit.path) for hit in ranked}
+    counts = reference_counts(conn, sorted({key for named in keys.values() for key in named}))
     if not counts:
         return ranked
     weighed = [
-        hit.rescored(hit.score * (1 + REFERENCE_WEIGHT * math.log1p(counts.get(names[hit.doc_id], 0))))
+        hit.rescored(
+            hit.score
+            * (1 + REFERENCE_WEIGHT * math.log1p(sum(counts.get(key, 0) for key in keys[hit.doc_id])))
+        )
         for hit in ranked
     ]
     return sorted(weighed, key=lambda hit: (-hit.score, hit.path))
@@ -322,15 +321,12 @@ def changelogs_demoted(ranked: list[Ranked]) -> list[Ranked]:
 @functools.lru_cache(maxsize=1 << 16)
 def names_of(path: str, title: str) -> tuple[frozenset[str], ...]:
     """What a document is called, each as the set of its words as the naming rules compare them
-    (`stems`, lower-cased first so `VitePress` is one word): its title, its file name (an
-    INDEX_NAMES file: its folder's) and its folder and file name together (`widgets/digits.md`:
+    (`stems`, lower-cased first so `VitePress` is one word): its title, its file name (an index
+    file's: its folder's, `fields.called`) and its folder and file name together (`widgets/digits.md`:
     "digits widget"). Kept per document: every search weighs a hundred candidates by them."""
-    *folders, name = path.split("/")
-    name = stem(name)
-    if name.lower() in INDEX_NAMES and folders:
-        name = folders.pop()
-    called = [title, name] + ([f"{folders[-1]} {name}"] if folders else [])
-    return tuple(frozenset(stems(text.lower())) for text in called)
+    folders, name = called(path)
+    names = [title, name] + ([f"{folders[-1]} {name}"] if folders else [])
+    return tuple(frozenset(stems(text.lower())) for text in names)
 
 
 def named_exactly(query: str) -> Callable[[Ranked], bool]:

@@ -2,7 +2,8 @@
 
 A documentation site in several languages keeps one copy of each page per language, laid out the
 way its generator wants: a folder per language (MkDocs' i18n layout, `docs/ja/docs/tutorial/cors.md`;
-Docusaurus' `i18n/ja/...`), or a suffix before the extension (mkdocs-static-i18n,
+Docusaurus' `i18n/ja/...`), the default language's copy outside them (VitePress' root locale,
+`guide/cors.md` beside `es/guide/cors.md`), or a suffix before the extension (mkdocs-static-i18n,
 `cors.ja.md` beside the default language's `cors.md`). Copies of one page match the same code
 and names, so they crowd a result list; search keeps one, in the query's language when the site
 has it (docs/adr/0056). Which language a query is written in is told by the kb's own copies
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import weakref
 from dataclasses import dataclass
 
 from kbkit.kb.fields import COLUMNS
 from kbkit.kb.search.ranking import Ranked
+from kbkit.kb.store import Store
 
 ISO_639_1 = frozenset(
     "aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv cy "
@@ -55,7 +58,9 @@ class Copy:
     """Where a path sits among its translations."""
 
     page: str
-    """The path with its language left out: the same for every translation of the page."""
+    """The path with its language left out (its language folder or suffix): the same for every
+    translation of the page, and the path of a default language's copy that has neither
+    (`es/guide/a.md` and `guide/a.md`: `guide/a.md`)."""
     language: str
     """Its language tag in lower case (`ja`, `zh-hant`), or DEFAULT."""
 
@@ -71,7 +76,7 @@ def copy_of(path: str) -> Copy | None:
     parts = path.split("/")
     for index, part in enumerate(parts[:-1]):
         if is_language(part):
-            return Copy("/".join([*parts[:index], "*", *parts[index + 1 :]]), part.lower().replace("_", "-"))
+            return Copy("/".join([*parts[:index], *parts[index + 1 :]]), part.lower().replace("_", "-"))
     suffixed = _SUFFIXED.match(parts[-1])
     if suffixed and is_language(suffixed.group(2)):
         name = suffixed.group(1) + suffixed.group(3)
@@ -227,13 +232,31 @@ def _language(copies: dict[int, Copy], hit: Ranked) -> str:
     return copies[hit.doc_id].language
 
 
-def other_languages(conn: sqlite3.Connection, hits: list[Ranked], limit: int) -> dict[int, list[str]]:
+_COPIES: weakref.WeakKeyDictionary[Store, tuple[int, bool]] = weakref.WeakKeyDictionary()
+
+
+def has_copies(store: Store) -> bool:
+    """Whether any document of the index is a copy (`copy_of`): one read of the paths each time
+    another connection has written to it, not one a search."""
+    version = store.data_version()
+    known = _COPIES.get(store)
+    if known is None or known[0] != version:
+        paths = store.reader().execute("SELECT path FROM documents").fetchall()
+        known = _COPIES[store] = (version, any(copy_of(path) for (path,) in paths))
+    return known[1]
+
+
+def other_languages(
+    conn: sqlite3.Connection, hits: list[Ranked], limit: int, *, translated: bool = False
+) -> dict[int, list[str]]:
     """doc_id -> the languages of the indexed translations of each of the first `limit` hits that
     is a copy (copy_of), whether or not they matched the query: one scan of the paths, made only
-    when a hit is a copy."""
+    when a hit is a copy. When the kb is `translated` (`has_copies`), a hit in no language's
+    folder is looked up too: the default language's copy on a site that keeps it outside them
+    (`guide/a.md` beside `es/guide/a.md`)."""
     wanted: dict[str, int] = {}
     for hit in hits[:limit]:
-        found = copy_of(hit.path)
+        found = copy_of(hit.path) or (Copy(hit.path, DEFAULT) if translated else None)
         if found is not None:
             wanted[found.page] = hit.doc_id
     if not wanted:

@@ -107,3 +107,42 @@ def test_folding_keeps_the_copy_in_the_query_language_at_the_page_rank() -> None
     kept, others = fold(ranked, Written(frozenset({"es"})))
     assert [(hit.path, hit.score) for hit in kept] == [("es/a.md", 3.0), ("es/b.md", 2.0)]
     assert others[3] == ["en"]
+
+
+ROOT_LOCALE_SITE = {
+    ".vitepress/config.mts": "import { defineConfig } from 'vitepress'\n\nexport default defineConfig({\n"
+    "  title: 'VitePress',\n  locales: {\n"
+    "    root: { label: 'English', lang: 'en-US' },\n"
+    "    es: { label: 'Español', lang: 'es', link: '/es/' },\n"
+    "    zh: { label: '简体中文', lang: 'zh-Hans', link: '/zh/' }\n  }\n})\n",
+    "index.md": "---\nlayout: home\nhero:\n  name: VitePress\n---\n",
+    "es/index.md": "---\nlayout: home\nhero:\n  name: VitePress\n---\n",
+    "guide/getting-started.md": SITE["en/guide/getting-started.md"],
+    "es/guide/getting-started.md": SITE["es/guide/getting-started.md"],
+    "zh/guide/getting-started.md": "# 快速开始\n\n## 安装向导\n\n"
+    "VitePress 附带一个命令行设置向导，可以帮助你构建一个基本项目。\n\n```sh\nnpx vitepress init\n```\n",
+    "guide/routing.md": "# Routing\n\nFile-based routing: each Markdown file is a page.\n",
+}
+"""VitePress' root locale: the default language's pages at the top (`guide/x.md`), each other
+language's in a folder named for it (`es/guide/x.md`), as `locales: { root: ... }` lays them out."""
+
+
+def test_the_root_locales_page_and_its_translations_are_one_page(tmp_path: Path) -> None:
+    kb = KnowledgeBase.open(load_settings(make_project(tmp_path / "site", ROOT_LOCALE_SITE)))
+    kb.scan()
+    try:
+        found = kb.search("setup wizard", max_tokens=None).results
+        assert found[0].path == "guide/getting-started.md"
+        assert found[0].translations == ["es", "zh"]
+        found = kb.search("asistente instalación", max_tokens=None).results
+        assert found[0].path == "es/guide/getting-started.md"
+        assert found[0].translations == ["default", "zh"]
+        assert "guide/getting-started.md" not in [hit.path for hit in found]
+        assert kb.search("安装向导", max_tokens=None).results[0].path == "zh/guide/getting-started.md"
+        found = kb.search("vitepress init", max_tokens=None).results  # every copy holds it: one shown
+        assert [hit.path for hit in found if hit.path.endswith("getting-started.md")] == [
+            "guide/getting-started.md"
+        ]
+        assert kb.search("file-based routing", max_tokens=None).results[0].translations == []
+    finally:
+        kb.close()
