@@ -26,10 +26,9 @@ RECIPE = "int8-compute-1"
 """Names how the int8 model is made: part of the cache folder and of the vectors' model key."""
 
 
-def cache_root(environ: dict[str, str] | None = None) -> Path:
+def cache_root() -> Path:
     """Where derived models are kept: `$XDG_CACHE_HOME/kbkit/models`, else `~/.cache/kbkit/models`."""
-    env = os.environ if environ is None else environ
-    base = env.get("XDG_CACHE_HOME") or str(Path(env.get("HOME") or Path.home()) / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kbkit" / "models"
 
 
