@@ -40,7 +40,8 @@ LAYERS, HIDDEN, FFN = 6, 384, 1536
 """all-MiniLM-L6-v2, the packaged model (its config.json): six BERT layers of 384, feed-forward 1,536."""
 
 VARIANTS: dict[str, str] = {
-    "baseline": "as shipped: every core, no spinning, RUN_TOKENS 512, optimization level all",
+    "baseline": "as shipped: int8 products, every core, no spinning, RUN_TOKENS 512, optimization level all",
+    "float32": "the packaged model.onnx run as it is: int8 weights cast to float32 products (before 0073)",
     "spinning": "onnxruntime's threads spin between runs (session.intra_op.allow_spinning 1)",
     "one-thread": "intra-op threads 1 (CPU per token without a second thread's overhead)",
     "runs-2048": "RUN_TOKENS 2,048: fewer, larger model runs",
@@ -90,6 +91,8 @@ class _Timed:
 def child(root: Path, variant: str, vectors_out: Path) -> None:
     """Runs in the child: one embedding pass of the project at `root` under `variant`, instrumented;
     prints its figures as JSON and writes its vectors (in document path and chunk order)."""
+    import dataclasses
+
     import onnxruntime as ort
 
     from kbkit.config import load_settings
@@ -126,7 +129,10 @@ def child(root: Path, variant: str, vectors_out: Path) -> None:
     kb = KnowledgeBase.open(load_settings(root))
     try:
         assert kb.hybrid is not None, kb.hybrid_off
-        encoder = sem.Encoder(kb.hybrid.files, threads=threads)
+        files = kb.hybrid.files
+        if variant == "float32":
+            files = dataclasses.replace(files, int8_as="")
+        encoder = sem.Encoder(files, threads=threads)
         encoder._session = _Timed(encoder._session, "run", phases, "onnx")
         encoder._chunker._tokenizer = _Timed(encoder._chunker._tokenizer, "encode", phases, "tokenizer")
         setattr(chunks_module, "prose", phases.wrap("prose", sem.prose))  # noqa: B010  (its own global)
@@ -146,7 +152,7 @@ def child(root: Path, variant: str, vectors_out: Path) -> None:
             "SELECT e.vector FROM embeddings e JOIN documents d ON d.id = e.doc_id ORDER BY d.path, e.chunk"
         )
         vectors_out.write_bytes(b"".join(row[0] for row in rows))
-        profile = op_profile(encoder) if variant == "baseline" else {}
+        profile = op_profile(encoder) if variant in ("baseline", "float32") else {}
     finally:
         kb.close()
     print(
@@ -259,7 +265,7 @@ def op_profile(encoder: Any, rounds: int = 10) -> dict[str, float]:
     options.enable_profiling = True
     options.profile_file_prefix = str(Path(tempfile.gettempdir()) / "kbkit-embedding-profile")
     session = ort.InferenceSession(
-        str(encoder.files.onnx), sess_options=options, providers=["CPUExecutionProvider"]
+        str(encoder.onnx), sess_options=options, providers=["CPUExecutionProvider"]
     )
     ids = np.random.default_rng(1).integers(1000, 20000, (4, 128)).astype(np.int64)
     names = {item.name for item in session.get_inputs()}
@@ -407,11 +413,11 @@ def report(results: list[dict[str, Any]], vectors: dict[str, bytes], lengths: li
         f"{tokens:,} tokens run; {flops(128) / 128 / 1e6:.1f} MFLOP a token at 128 tokens "
         f"({flops(int(statistics.fmean(lengths))) / statistics.fmean(lengths) / 1e6:.1f} at the mean window)"
     )
-    profile = first.get("profile") or {}
-    print(
-        "\nbaseline's kernel time by operator (4 x 128 tokens, one thread): "
-        + ", ".join(f"{name} {share:.1%}" for name, share in list(profile.items())[:8])
-    )
+    for found in {found["variant"]: found for found in results if found.get("profile")}.values():
+        print(
+            f"\n{found['variant']}'s kernel time by operator (4 x 128 tokens, one thread): "
+            + ", ".join(f"{name} {share:.1%}" for name, share in list(found["profile"].items())[:8])
+        )
 
 
 def whole_census(data: Path, cpu_per_token: float) -> None:

@@ -37,7 +37,7 @@ REQUIRED = (
 OPTIONAL = ("pypdf", "docx", "pptx", "openpyxl", "lxml")
 """Imported only by a parser that reports itself missing (`kbkit doctor`, `index --skipped`)."""
 
-SEMANTIC = ("numpy", "onnxruntime", "tokenizers")
+SEMANTIC = ("numpy", "onnxruntime", "tokenizers", "onnx")
 """The `semantic` extra's modules, imported only when `[search] semantic = true` and all are installed
 (otherwise the boot lines and doctor say hybrid search is off, and why)."""
 

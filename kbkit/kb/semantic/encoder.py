@@ -11,6 +11,7 @@ from typing import Any
 from kbkit.errors import SemanticUnavailable
 from kbkit.kb.semantic.chunks import CHUNK_TOKENS, Chunk, Chunker, Section, stored_model
 from kbkit.kb.semantic.model import ModelFiles
+from kbkit.kb.semantic.quantized import int8_model
 
 RUN_TOKENS = 512
 """Tokens per model run, padding included: a run is up to this many chunks' worth of similar-length
@@ -44,12 +45,14 @@ class Encoder:
         # No busy-waiting between runs: on a shared 2-core machine spinning threads steal the core
         # that answers requests.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.onnx = int8_model(files.onnx, files.int8_as) if files.int8_as else files.onnx
+        """The file the model runs from: the int8-compute one when the model is the packaged default."""
         try:
             self._session = ort.InferenceSession(
-                str(files.onnx), sess_options=options, providers=["CPUExecutionProvider"]
+                str(self.onnx), sess_options=options, providers=["CPUExecutionProvider"]
             )
         except Exception as exc:  # onnxruntime raises its own kinds for a bad file; all mean "unusable"
-            raise SemanticUnavailable(f"the model {files.onnx} cannot be loaded ({exc})") from None
+            raise SemanticUnavailable(f"the model {self.onnx} cannot be loaded ({exc})") from None
         self._inputs = {item.name for item in self._session.get_inputs()}
         specials = tokenizer.encode("").ids  # [CLS] [SEP] for BERT: what encode() wraps a text in
         self._prefix: tuple[int, ...] = tuple(specials[:1])

