@@ -23,6 +23,7 @@ import os
 import random
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -88,9 +89,10 @@ def time_index(source: Path, pages: Path, project: Path) -> dict[str, Any]:
     """`kbkit index` of the code in `source` over `pages`, in a fresh project: wall and CPU seconds,
     peak RSS (the child's own, from wait4) and the summary lines it printed."""
     project.mkdir(parents=True)
-    (project / "kbkit.toml").write_text(
-        f'[kb]\npath = "{pages}"\n\n[search]\nsemantic = true\n', encoding="utf-8"
-    )
+    # The pages inside the project: a kb folder outside it waits for the member's trust.
+    shutil.copytree(pages, project / "docs")
+    config = '[kb]\npath = "docs"\n\n[search]\nsemantic = true\n'
+    (project / "kbkit.toml").write_text(config, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": str(source)}
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
