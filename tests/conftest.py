@@ -128,10 +128,15 @@ def trust_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mo
 @pytest.fixture(scope="session", autouse=True)
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One cache folder for the session (XDG_CACHE_HOME, inherited by the servers tests start): the
-    int8 embedding model is made once a session, and never in the account's own cache."""
+    int8 embedding model is made once a session, and never in the account's own cache. Here it is
+    made in this process, as tests of the fast tier start none; the child kbkit starts for it is
+    tested in fresh interpreters (tests/kb/test_semantic.py, the `processes` tier)."""
+    from kbkit.kb.semantic import quantized
+
     folder = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("XDG_CACHE_HOME", str(folder))
+        patch.setattr(quantized, "_quantize", lambda source, target: quantized.make(str(source), str(target)))
         yield folder
 
 

@@ -735,3 +735,38 @@ def test_making_the_int8_model_leaves_logging_and_the_terminal_alone(tmp_path: P
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert (result.stdout, result.stderr) == ("0 0 30\n", "")  # no handler, level WARNING: as Python starts
+
+
+@pytest.mark.processes
+@needs_extra
+def test_the_int8_model_is_made_in_a_child_that_imports_nothing_from_the_working_folder(
+    tmp_path: Path,
+) -> None:
+    # Making it takes ~600 MB for a moment: a serving process keeps neither that nor onnx. A
+    # checkout's own onnx.py (the working folder of `kbkit serve`) is never imported in its place.
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    marker = tmp_path / "imported"
+    (checkout / "onnx.py").write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from kbkit.kb import semantic\n"
+        "from kbkit.kb.semantic import quantized\n"
+        f"made = quantized.int8_model(semantic.locate_model('').onnx, 'm', Path({str(tmp_path / 'cache')!r}))\n"
+        "print(made.is_file(), 'onnx' in sys.modules)\n"
+        "Path('broken.onnx').write_bytes(b'not a model')\n"
+        "try:\n"
+        "    quantized.int8_model(Path('broken.onnx').resolve(), 'b', made.parent.parent)\n"
+        "except Exception as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=checkout, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    made, refused = result.stdout.splitlines()
+    assert made == "True False"
+    assert refused.startswith(f"the int8 model cannot be made from {checkout / 'broken.onnx'} (")
+    assert "Traceback" not in refused and "onnx" in refused.split("(", 1)[1]  # the child's own words
+    assert not marker.exists()

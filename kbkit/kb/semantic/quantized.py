@@ -7,16 +7,17 @@ int8 products (MatMulInteger: activations quantized as each run goes). That take
 so the result is kept in a cache folder named after the package's version and RECIPE: a new
 version of the package, or of the recipe, makes it again (docs/adr/0073).
 
-onnx and onnxruntime's quantization tools are imported only when the model is made.
+The model is made in a child process: reading and rewriting the weights takes about 600 MB for a
+moment and would leave a serving process some 150 MB larger for good. onnx and onnxruntime's
+quantization tools are imported there only.
 """
 
 from __future__ import annotations
 
-import logging
 import os
+import subprocess
+import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,42 +62,48 @@ def int8_model(source: Path, name: str, cache: Path | None = None) -> Path:
     return target
 
 
+MAKE_SECONDS = 600
+"""How long the child making the model may take (a few seconds on a 2-core machine)."""
+
+
 def _quantize(source: Path, target: Path) -> None:
+    """`make` in a child process of this Python, started in the cache folder with `-P`, so no
+    module of the working folder (a checkout's `onnx.py`) is imported in its place. Raises with
+    the child's last line when it fails."""
+    here = str(Path(__file__).resolve().parents[3])  # the folder kbkit is imported from
+    path = os.pathsep.join(part for part in (here, os.environ.get("PYTHONPATH", "")) if part)
+    code = (
+        "import sys\nfrom kbkit.kb.semantic.quantized import make\n"
+        "try:\n    make(sys.argv[1], sys.argv[2])\n"
+        "except Exception as exc:\n    sys.exit(' '.join(str(exc).split()) or type(exc).__name__)\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-P", "-c", code, str(source), str(target)],
+            cwd=target.parent,
+            env={**os.environ, "PYTHONPATH": path},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=MAKE_SECONDS,
+        )
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"not done in {MAKE_SECONDS} s") from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise RuntimeError(lines[-1] if lines else f"exit status {done.returncode}")
+
+
+def make(source: str, target: str) -> None:
+    """What the child runs: the packaged weights read back as float32, written as int8 products."""
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    model = onnx.load(str(source))
+    model = onnx.load(source)
     _dequantize_weights(model)
-    with _quantizer_unheard():
-        quantize_dynamic(
-            model,
-            target,
-            per_channel=True,
-            weight_type=QuantType.QInt8,
-            extra_options={"MatMulConstBOnly": True},
-        )
-
-
-@contextmanager
-def _quantizer_unheard() -> Iterator[None]:
-    """The quantizer warns through the root logger ("consider pre-processing", which fails on this
-    graph): that would configure logging for the whole process and write to stderr. Its records
-    are dropped, and the root logger is left as it was."""
-
-    def not_the_quantizers(record: logging.LogRecord) -> bool:
-        return "onnxruntime" not in Path(record.pathname).parts
-
-    root = logging.getLogger()
-    placeholder = None if root.handlers else logging.NullHandler()
-    if placeholder is not None:
-        root.addHandler(placeholder)  # logging.warning() configures a root logger without handlers
-    root.addFilter(not_the_quantizers)
-    try:
-        yield
-    finally:
-        root.removeFilter(not_the_quantizers)
-        if placeholder is not None:
-            root.removeHandler(placeholder)
+    quantize_dynamic(
+        model, target, per_channel=True, weight_type=QuantType.QInt8, extra_options={"MatMulConstBOnly": True}
+    )
 
 
 def _dequantize_weights(model: Any) -> None:
