@@ -149,7 +149,7 @@ AGENTS = {
             team="{server} (workspace: untrusted): connected (",
         ),
         Agent("kilo", "kilo", ("mcp", "list"), _nothing, "✓ kb connected", team="✓ {server} connected"),
-        Agent("factory", "droid", ("mcp", "list"), _nothing, "connected  [project]"),
+        Agent("factory", "droid", ("mcp", "list"), _nothing, "connected  [project]", alone=True),
         Agent(
             "qoder", "qodercli", ("mcp", "get", "kb"), _qoder, "Status: ✓ Connected", "approve", alone=True
         ),
@@ -184,12 +184,15 @@ pytestmark = pytest.mark.xdist_group("agents")
 """One worker runs these one after another: two sets of fifteen CLIs at once starve a 2-core
 machine past the few seconds an agent gives its server (Qwen Code: 10 s)."""
 CONCURRENT = 3
-"""CLIs run at once; Gemini CLI and Qoder CLI run after them, alone: their checks give a server a
-few seconds, which a kb starting beside a dozen others on a loaded machine can miss."""
+"""CLIs run at once; Gemini CLI, Qoder CLI and Factory's droid run after them, alone: their checks
+give a server a few seconds (droid about four from its own start), which a kb starting beside a
+dozen others on a loaded machine can miss."""
 UNANSWERED = ("Disconnected", "Failed to connect", "timed out", "connecting  [")  # last: droid
 """A CLI's health check that ran out of time (its own few seconds, on a loaded machine): asked again."""
 DEADLINE = 300.0
 """A bound on asking again, so a server that never answers fails instead of stalling."""
+PAUSE = 5.0
+"""Seconds between two askings: a load that made a server miss a CLI's few seconds may pass."""
 
 
 def command(agent: Agent) -> list[str]:
@@ -264,6 +267,7 @@ def ask(
         found = Report(*agents.run(argv, cwd=root, env=env, serve=serve))
         if not any(word in found.text for word in UNANSWERED) or time.monotonic() > deadline:
             return found
+        time.sleep(PAUSE)
 
 
 def reports(mode: str, base: Path) -> dict[str, Report]:
