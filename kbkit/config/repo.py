@@ -101,9 +101,32 @@ def fingerprint(root: Path, command: Sequence[str]) -> dict[str, str]:
         scope = rel if path.parent == root or path.is_dir() else path.parent.relative_to(root).as_posix()
         if scope in result:
             continue
-        listed = _git(root, "ls-files", "-s", "-z", "--", scope) if in_work_tree(root) else None
-        result[scope] = hashlib.sha256(listed if listed else _contents(root / scope)).hexdigest()
+        result[scope] = _digest(root, scope)
     return result
+
+
+def folder_digest(root: Path, setting: str) -> str:
+    """A digest of what the folder a setting names holds (an embedding model's: `[search] model`),
+    by the same rule as `fingerprint`: git's index entries inside the project's repository, else
+    the contents; "missing" when there is no such folder."""
+    path = Path(setting).expanduser()
+    try:
+        path = (path if path.is_absolute() else root / path).resolve()
+        top = root.resolve()
+    except (OSError, RuntimeError):
+        return "unreadable"
+    if not path.exists():
+        return "missing"
+    if path.is_relative_to(top):
+        return _digest(top, path.relative_to(top).as_posix())
+    return hashlib.sha256(_contents(path)).hexdigest()
+
+
+def _digest(root: Path, rel: str) -> str:
+    """git's index entries under `rel` where git tracks files there (what commits change), else the
+    contents of the files (bounded)."""
+    listed = _git(root, "ls-files", "-s", "-z", "--", rel) if in_work_tree(root) else None
+    return hashlib.sha256(listed if listed else _contents(root / rel)).hexdigest()
 
 
 def _contents(path: Path) -> bytes:

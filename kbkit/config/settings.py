@@ -21,6 +21,10 @@ STATE_DIR = ".kbkit"
 TRUST_COMMAND = "kbkit trust"
 
 
+OFF_MEANS = {"sync.remote_url": "agents use the local kb server", "search.model": "search runs on BM25 alone"}
+"""What a part that is off means, where "it is off" would not say it."""
+
+
 @dataclass(frozen=True)
 class Pending:
     """One part of the tracked configuration that changed since this member trusted it (or was
@@ -50,7 +54,7 @@ class Pending:
 
     @property
     def meanwhile(self) -> str:
-        off = "agents use the local kb server" if self.key == "sync.remote_url" else "it is off"
+        off = OFF_MEANS.get(self.key, "it is off")
         kept = "the settings you trusted stay in use" if self.fallback else off
         return f"{kept} until you allow it"
 

@@ -12,6 +12,7 @@ belongs to a *part* (docs/adr/0063):
 | `memory` | the memory service's url, bank, command, credential and env, and the scripts it runs |
 | `servers.<name>` | a team server's command, url, env, headers, pre-approved tools, scripts |
 | `kb.path` | a kb folder outside the project (anything the account can read would be served) |
+| `search.model` | the embedding model a tracked file names, and what its folder holds (docs/adr/0076) |
 | `server.http` | bind address, allowed hosts and origins, who may sign in (`AUTH_KEYS`) |
 | `restricted` | who may read each restricted folder of the kb over HTTP (kbkit/config/restricted.py) |
 | `skills` | the sources skills-lock.json fetches from (kbkit/skills/trust.py) |
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbkit.config.repo import fingerprint
+from kbkit.config.repo import fingerprint, folder_digest
 from kbkit.config.restricted import narrowest, narrows
 from kbkit.config.settings import CONFIG_FILE, LOCAL_CONFIG_FILE, TRUST_COMMAND, Pending, Settings
 from kbkit.errors import ConfigError
@@ -137,11 +138,13 @@ def _narrows(part: Part, record: Mapping[str, Any]) -> bool:
 
 
 def _still_holds(root: Path, record: Mapping[str, Any]) -> bool:
-    """The trusted values can still run as trusted: the scripts their command names are unchanged."""
+    """The trusted values can still run as trusted: the scripts their command names, and the model
+    folder they name, are unchanged."""
     scripts = record.get("scripts")
-    if not scripts:
-        return True
-    return bool(fingerprint(root, list(record.get("command") or [])) == scripts)
+    if scripts and fingerprint(root, list(record.get("command") or [])) != scripts:
+        return False
+    files = record.get("files")
+    return files is None or folder_digest(root, str(record.get("model") or "")) == files
 
 
 def _source(settings: Settings, prefixes: Iterable[str]) -> str:
@@ -162,6 +165,7 @@ def _part(
 
 
 MEMORY_KEYS = ("url", "bank", "command", "credential", "env")
+MODEL_TITLE = "[search] model (an embedding model run on this machine)"
 SERVER_KEYS = ("command", "url", "env", "headers", "preapprove")
 
 
@@ -194,6 +198,12 @@ def config_parts(settings: Settings) -> list[Part]:
                 narrowing=narrows,
             )
         )
+    if settings.search.model and settings.tracked("search.model"):
+        values = {
+            "model": settings.search.model,
+            "files": folder_digest(settings.root, settings.search.model),
+        }
+        parts.append(_part(settings, "search.model", MODEL_TITLE, ["search.model"], values))
     if not settings.kb_path.is_relative_to(settings.root):
         values = {"path": str(settings.kb_path)}
         parts.append(
@@ -272,6 +282,9 @@ def _fall_back(config: Any, key: str, record: Mapping[str, Any] | None, settings
         keys = tuple(k for k in SERVER_KEYS if k not in _own(settings, key, SERVER_KEYS))
         servers = {**config.servers, name: _restored(config.servers[name], record, keys)}
         return config.model_copy(update={"servers": servers})
+    if key == "search.model":  # the trusted model, else no model at all: BM25 until the member allows it
+        search = {"model": record["model"]} if record else {"semantic": False}
+        return config.model_copy(update={"search": config.search.model_copy(update=search)})
     if key == "restricted":  # readers only both the trusted and the current tables allow
         return config.model_copy(update={"restricted": narrowest(config.restricted, record or {})})
     return config  # memory and servers with no record stay as written: every use asks `waiting`
@@ -297,6 +310,9 @@ def describe(part: Part, record: Any) -> list[str]:
     for key in dict.fromkeys([*part.values, *before]):
         now, then = part.values.get(key), before.get(key)
         if now == then:
+            continue
+        if key == "files":
+            lines.append(f"  model files: {'changed since you trusted them' if then else 'new'}")
             continue
         if key == "scripts":
             for path in sorted(set(now or {}) | set(then or {})):

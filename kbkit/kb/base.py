@@ -44,7 +44,8 @@ class KnowledgeBase:
 
     def _setup_hybrid(self) -> None:
         if not self.settings.search.semantic:
-            self.hybrid, self.hybrid_off = None, "[search] semantic = false"
+            waiting = self.settings.waiting("search.model")  # a model a commit names, not yet trusted
+            self.hybrid, self.hybrid_off = None, waiting.line() if waiting else "[search] semantic = false"
             return
         from kbkit.kb import semantic  # imports nothing heavy until a model is loaded
 

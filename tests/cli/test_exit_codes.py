@@ -14,6 +14,7 @@ from kbkit.errors import ExitCode
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process
 from tests.helpers.skills import FakeGitHub, new_project
+from tests.helpers.trust import trust_project
 from tests.peers.required import require_modules
 
 
@@ -82,6 +83,7 @@ def test_a_model_that_cannot_be_loaded_exits_3(tmp_path: Path) -> None:
     model.mkdir(parents=True)
     (model / "model.onnx").write_bytes(b"not a model")
     (model / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nguide\n")
+    trust_project(root)  # the member reviewed the model the team names
     result = kbkit_in_process("index", "--root", str(root))
     assert result.returncode == ExitCode.ENVIRONMENT
     assert f"the model {model / 'model.onnx'} cannot be loaded" in error_line(result)

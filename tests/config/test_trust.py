@@ -25,6 +25,7 @@ from kbkit.server.team import run as run_team_server
 from tests.helpers.attacker import attacker_host
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_in_process, serve_in_memory
+from tests.helpers.skills import commit_all, git
 from tests.helpers.sync import read_entry, run_sync
 
 pytestmark = pytest.mark.anyio
@@ -206,6 +207,66 @@ def test_a_kb_folder_outside_the_project_is_refused_until_trusted(tmp_path: Path
         load_settings(root)
     assert kbkit_in_process("trust", "kb.path", "--root", str(root)).returncode == 0
     assert load_settings(root).kb_path == (tmp_path / "home-of-member").resolve()
+
+
+@pytest.mark.git  # what a commit changes in a model's folder is read from git's index
+def test_an_embedding_model_a_commit_names_or_changes_runs_only_once_trusted(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", config=base())
+    git("init", "-q", cwd=root)
+    commit_all(root, "the member's project")
+    model = root / "models" / "team"
+    model.mkdir(parents=True)
+    (model / "model.onnx").write_bytes(b"a graph that never ends")
+    (model / "tokenizer.json").write_text('{"pre_tokenizer": "a pattern that backtracks"}')
+    commit(root, base('[search]\nsemantic = true\nmodel = "models/team"\n'))
+    commit_all(root, "a teammate's model")
+
+    settings = load_settings(root)
+    waiting = settings.waiting("search.model")
+    assert waiting is not None and waiting.new and not waiting.fallback
+    assert not settings.search.semantic  # BM25 alone: the model is neither located nor loaded
+    assert "search runs on BM25 alone until you allow it" in waiting.line()
+    doctor = json.loads(kbkit_in_process("doctor", "--root", str(root), "--json").stdout)["checks"]
+    search = next(c for c in doctor if c["check"] == "search")
+    assert "kbkit trust search.model" in search["finding"] and search["status"] == "warn"
+    shown = kbkit_in_process("trust", "--show", "--root", str(root)).stdout
+    assert '+ model = "models/team"' in shown and "model files: new" in shown
+
+    assert kbkit_in_process("trust", "search.model", "--root", str(root)).returncode == 0
+    settings = load_settings(root)
+    assert settings.search.semantic and settings.search.model == "models/team"
+    assert settings.waiting("search.model") is None
+
+    (model / "model.onnx").write_bytes(b"another graph")  # the member's own edit: git's index is unchanged
+    assert load_settings(root).waiting("search.model") is None
+    commit_all(root, "a teammate changes the model's weights")
+    settings = load_settings(root)
+    waiting = settings.waiting("search.model")
+    assert waiting is not None and waiting.changed == ("files",) and not waiting.fallback
+    assert not settings.search.semantic  # the trusted model's files no longer hold
+    shown = kbkit_in_process("trust", "--show", "--root", str(root)).stdout
+    assert "model files: changed since you trusted them" in shown
+
+    assert kbkit_in_process("trust", "search.model", "--root", str(root)).returncode == 0
+    (root / "models" / "other").mkdir()
+    (root / "models" / "other" / "model.onnx").write_bytes(b"a third graph")
+    commit(root, base('[search]\nsemantic = true\nmodel = "models/other"\n'))
+    commit_all(root, "a teammate points at another model")
+    settings = load_settings(root)
+    assert settings.search.model == "models/team" and settings.search.semantic  # the trusted one, unchanged
+    assert settings.waiting("search.model") is not None
+
+
+def test_an_embedding_model_outside_git_is_fingerprinted_by_its_contents(tmp_path: Path) -> None:
+    outside = tmp_path / "models" / "shared"
+    outside.mkdir(parents=True)
+    (outside / "model.onnx").write_bytes(b"weights")
+    config = base(f'[search]\nsemantic = true\nmodel = "{outside.as_posix()}"\n')
+    root = make_project(tmp_path / "p", config=config)
+    assert load_settings(root).waiting("search.model") is None
+    (outside / "model.onnx").write_bytes(b"other weights")
+    settings = load_settings(root)
+    assert settings.waiting("search.model") is not None and not settings.search.semantic
 
 
 def test_binding_every_interface_or_adding_allowed_hosts_from_a_commit_refuses_to_serve(

@@ -21,6 +21,7 @@ from kbkit.kb.search import search
 from tests.helpers.project import make_project
 from tests.helpers.serve import kbkit_command, kbkit_in_process, serve_stdio
 from tests.helpers.terminal import Terminal
+from tests.helpers.trust import trust_project
 from tests.peers.launch import forked_kbkit
 from tests.peers.required import require_modules
 
@@ -272,6 +273,7 @@ def test_vectors_of_another_model_count_as_waiting(tmp_path: Path) -> None:
     finally:
         kb.close()
     (root / "kbkit.toml").write_text(HYBRID + 'model = "models/mini"\n', encoding="utf-8")
+    trust_project(root)  # the member reviewed the model the team names
     other = KnowledgeBase.open(load_settings(root), deferred=True)
     try:
         assert other.describe_search()[1] == f"search: hybrid, BM25 + mini; 3 of 3 documents {WAITING}"
