@@ -44,6 +44,7 @@ def _claude(home: Path) -> tuple[list[str], dict[str, str]]:
         "ENABLE_TOOL_SEARCH": "false",  # else MCP tools wait behind its tool search
         "MCP_CONNECTION_NONBLOCKING": "false",  # else a headless turn may start before kb connects
         "MCP_TIMEOUT": "120000",  # its start-up wait for a server (ms): kb on a loaded machine is slow
+        "MCP_CONNECT_TIMEOUT_MS": "120000",  # how long a blocking start waits (default 5 s), then goes on
     }
 
 
