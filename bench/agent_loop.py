@@ -20,7 +20,8 @@ With `--semantic`, hybrid search too (BM25 fused with vectors per passage; the w
 is embedded first, which takes long: `--project DIR` keeps the index for another run): the
 result's offset from the passage its BM25 score and its vector favour together, at the weight
 shipped and at others (0: BM25 alone, 1: the vector alone), with and without the second look at
-the first hit's headings (docs/adr/0074), whose CPU cost a search it prints too.
+the first hit's headings (docs/adr/0074; over its five best passages, as shipped, or all of them),
+whose CPU cost a search it prints too.
 
 Two sets of questions, each run on the same index: `named` (`agent_loop_questions.json`), nearly
 all of which name the class and the member, and `plain` (`agent_loop_plain_questions.json`), which
@@ -68,6 +69,8 @@ KB_FOLDER = "cpp-docs"
 SUBSET = ("docs/mfc/reference/", "docs/standard-library/")
 """`--subset`: the folders kept (with every question's page)."""
 CHUNK_CHARS = 512 * 4
+EVERY_PASSAGE = 10_000
+"""`HEADING_CANDIDATES` for "every passage": more than any page has (MAX_PAGE_CHUNKS windows)."""
 ANSWERED_TARGET = 0.80
 MEDIAN_TOKENS_TARGET = 2000
 
@@ -120,11 +123,13 @@ def sections_answerer(
     weight: float | None = None,
     share: float | None = None,
     heading: float | None = None,
+    candidates: int | None = None,
     named: bool = False,
 ) -> Answerer:
     """search (BM25 alone, or `hybrid` with the passages' vectors at `weight` in the choice of a
     hit's passage, the second look at their headings at `heading` (0: none) and the dense score's
-    passage share at `share`; None: as shipped), then one read
+    passage share at `share`, and `candidates` the passages given that look; None: as shipped),
+    then one read
     from the top hit's offset; with `named`, from whichever of the sections the top hit names (its
     own, or one in `also`) holds the answer: an agent that picks the right name, the most `also`
     can give (docs/adr/0059)."""
@@ -135,7 +140,11 @@ def sections_answerer(
         dense = semantic.DenseIndex(kb.store, kb.hybrid.encoder(), passage_share=share)
 
     def answer(question: Question) -> Read | None:
-        with patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight), patched(fusion, "HEADING_WEIGHT", heading):
+        with (
+            patched(fusion, "PASSAGE_VECTOR_WEIGHT", weight),
+            patched(fusion, "HEADING_WEIGHT", heading),
+            patched(fusion, "HEADING_CANDIDATES", candidates),
+        ):
             result = kb_search.search(kb.store, kb.registry, question.question, dense=dense)
         if not result.results:
             return None
@@ -298,13 +307,17 @@ def run_ways(kb: KnowledgeBase, chunks: Chunks, questions: list[Question], *, hy
             ("  the same, no second look at the headings (heading weight 0)", None, None, 0.0),
             ("  the same, heading weight 0.3", None, None, 0.3),
             ("  the same, heading weight 0.7", None, None, 0.7),
+            ("  the same, every passage of the first hit given the second look", None, None, None),
             ("  the same, passage: BM25 alone (vector weight 0)", 0.0, None, None),
             ("  the same, passage: vector weight 0.5", 0.5, None, None),
             ("  the same, passage: the best vector's (vector weight 1)", 1.0, None, None),
             ("  page score from its opening alone (passage share 0)", None, 0.0, None),
             ("  passage share 1 (the best of its passages)", None, 1.0, None),
         ):
-            answerer = sections_answerer(kb, hybrid=True, weight=weight, share=share, heading=heading)
+            every = EVERY_PASSAGE if "every passage" in name else None
+            answerer = sections_answerer(
+                kb, hybrid=True, weight=weight, share=share, heading=heading, candidates=every
+            )
             results[name] = run(answerer, questions, answers)
         results["  named in the reply, no second look"] = run(
             sections_answerer(kb, hybrid=True, heading=0.0, named=True), questions, answers

@@ -357,8 +357,8 @@ def run_httpx(hybrid: bool, workdir: Path | None, sweep: SweepFigures | None = N
         )
 
 
-def run_scifact(data: Path, hybrid: bool, workdir: Path | None, sweep: SweepFigures | None = None) -> None:
-    scifact = data / "scifact"
+def scifact_claims(scifact: Path) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """SciFact's judged test claims: claim id -> the abstracts that answer it, and claim id -> text."""
     qrels: dict[str, set[str]] = {}
     with (scifact / "qrels" / "test.tsv").open(encoding="utf-8") as handle:
         next(handle)
@@ -373,14 +373,24 @@ def run_scifact(data: Path, hybrid: bool, workdir: Path | None, sweep: SweepFigu
             item = json.loads(line)
             if item["_id"] in qrels:
                 queries[item["_id"]] = item["text"]
-    ids = [query_id for query_id in qrels if query_id in queries]
+    return {q: found for q, found in qrels.items() if q in queries}, queries
+
+
+def write_scifact(scifact: Path, docs: Path) -> None:
+    """Each abstract as `docs/<id>.md`: `# title`, a blank line, the abstract."""
+    docs.mkdir(exist_ok=True)
+    with (scifact / "corpus.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            (docs / f"{doc['_id']}.md").write_text(f"# {doc['title']}\n\n{doc['text']}\n", encoding="utf-8")
+
+
+def run_scifact(data: Path, hybrid: bool, workdir: Path | None, sweep: SweepFigures | None = None) -> None:
+    qrels, queries = scifact_claims(data / "scifact")
+    ids = list(qrels)
     with project_dir(workdir, "scifact") as (root, new):
-        (root / "docs").mkdir(exist_ok=True)
-        with (scifact / "corpus.jsonl").open(encoding="utf-8") as handle:
-            for line in handle if new else ():
-                doc = json.loads(line)
-                text = f"# {doc['title']}\n\n{doc['text']}\n"
-                (root / "docs" / f"{doc['_id']}.md").write_text(text, encoding="utf-8")
+        if new:
+            write_scifact(data / "scifact", root / "docs")
         systems = Systems(root, "docs", hybrid=hybrid, key=lambda path: Path(path).stem)
         texts = [queries[query_id] for query_id in ids]
         try:
