@@ -113,7 +113,7 @@ def folder_digest(root: Path, setting: str) -> str:
     try:
         path = (path if path.is_absolute() else root / path).resolve()
         top = root.resolve()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # ValueError: a NUL in the setting
         return "unreadable"
     if not path.exists():
         return "missing"

@@ -32,9 +32,12 @@ def check_search(ctx: Context) -> list[Finding]:
     finding = line.removeprefix("search: ")
     if fine:
         return ok("search", finding)
+    waiting = ctx.settings.waiting("search.model")  # the finding says what waits; the fix, how to allow it
     fix = (
         "run kbkit index (kbkit serve embeds in the background)"
         if kb.hybrid is not None
+        else waiting.review
+        if waiting is not None and kb.hybrid_off == waiting.line()
         else f"{kb.hybrid_off}; or set [search] semantic = false"
     )
     return [Finding("search", "warn", finding, fix)]

@@ -229,6 +229,7 @@ def test_an_embedding_model_a_commit_names_or_changes_runs_only_once_trusted(tmp
     doctor = json.loads(kbkit_in_process("doctor", "--root", str(root), "--json").stdout)["checks"]
     search = next(c for c in doctor if c["check"] == "search")
     assert "kbkit trust search.model" in search["finding"] and search["status"] == "warn"
+    assert search["fix"] == "review it with `kbkit trust --show`, then run `kbkit trust search.model`"
     shown = kbkit_in_process("trust", "--show", "--root", str(root)).stdout
     assert '+ model = "models/team"' in shown and "model files: new" in shown
 
@@ -267,6 +268,15 @@ def test_an_embedding_model_outside_git_is_fingerprinted_by_its_contents(tmp_pat
     (outside / "model.onnx").write_bytes(b"other weights")
     settings = load_settings(root)
     assert settings.waiting("search.model") is not None and not settings.search.semantic
+
+
+def test_an_embedding_model_path_no_file_can_have_waits_instead_of_failing(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", config=base())
+    commit(root, base('[search]\nsemantic = true\nmodel = "models/a\\u0000b"\n'))  # a NUL, as TOML allows
+    settings = load_settings(root)
+    assert settings.waiting("search.model") is not None and not settings.search.semantic
+    result = kbkit_in_process("trust", "--show", "--root", str(root))
+    assert result.returncode == 0 and "model files: new" in result.stdout
 
 
 def test_binding_every_interface_or_adding_allowed_hosts_from_a_commit_refuses_to_serve(
