@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kbkit.cli.common import RootOption, open_kb
+from kbkit.cli.common import RootOption, open_kb, progress_shown
 from kbkit.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -35,6 +35,9 @@ def evaluate(
         asked = load_questions(questions or settings.root / QUESTIONS_FILE)
         if kb.stale():
             kb.scan()
+        if kb.hybrid is not None:  # every document's vectors, as `kbkit index` leaves them
+            with progress_shown("embedding") as progress:
+                kb.embed(progress)
         found = run(kb, asked)
     finally:
         kb.close()
@@ -47,7 +50,10 @@ def evaluate(
 
 
 def _print(found: Evaluation) -> None:
-    rows = [("kbkit", found.kbkit), *((f"plain FTS5 ({name})", s) for name, s in found.baselines.items())]
+    mine = [("kbkit", found.kbkit)]
+    if found.words_alone is not None:
+        mine = [("kbkit, hybrid", found.kbkit), ("kbkit, words alone", found.words_alone)]
+    rows = [*mine, *((f"plain FTS5 ({name})", s) for name, s in found.baselines.items())]
     typer.echo(f"{found.name}: {found.kbkit.questions} questions")
     typer.echo(f"{'':24} {'success@1':>9} {'success@5':>9} {'success@10':>10} {'MRR@10':>7}")
     for label, s in rows:
@@ -62,6 +68,9 @@ def _print(found: Evaluation) -> None:
         typer.echo("first run here: the next one names the questions that moved")
     for moved in found.moved:
         typer.echo(f"moved: {moved.text!r} -> {moved.answer}: {_rank(moved.before)} -> {_rank(moved.now)}")
+    for moved in found.hybrid_moved:
+        words = _rank(moved.before)
+        typer.echo(f"hybrid: {moved.text!r} -> {moved.answer}: {_rank(moved.now)} (words alone: {words})")
     for line in found.unmet:
         typer.echo(f"below the threshold: {line}")
 

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kbkit.cli.common import RootOption, open_kb
+from kbkit.cli.common import RootOption, open_kb, progress_shown
 
 if TYPE_CHECKING:
-    from kbkit.kb.indexer import ProgressFn
     from kbkit.kb.semantic import EmbedReport
 
 
@@ -30,11 +25,11 @@ def index(
 
     _, kb = open_kb(root, deep=True)
     try:
-        with _progress() as progress:
+        with progress_shown() as progress:
             report = kb.scan(progress)
         embedded = None
         if kb.hybrid is not None:
-            with _progress("embedding") as progress:
+            with progress_shown("embedding") as progress:
                 embedded = kb.embed(progress)
         for repaired in (kb.store.repaired, report.interrupted):
             if repaired:
@@ -69,27 +64,3 @@ def describe_vectors(embedded: EmbedReport, documents: int) -> str:
         line = f"vectors: up to date ({embedded.seconds:.2f} s)"
     left = documents - embedded.total
     return line + (f"; {left} of {documents} documents still wait for vectors" if left > 0 else "")
-
-
-@contextmanager
-def _progress(label: str = "indexing") -> Iterator[ProgressFn]:
-    """A progress bar on a terminal (stderr); plain lines, at most one a second, when piped."""
-    if sys.stderr.isatty():
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(label, total=None)
-            yield lambda done, total: bar.update(task, completed=done, total=total)
-        return
-    from kbkit.kb.indexer import Progress as Line
-
-    last = {"at": 0.0, "done": -1}
-
-    def line(done: int, total: int) -> None:
-        if done != last["done"] and (done in (0, total) or time.monotonic() - last["at"] >= 1):
-            last.update(at=time.monotonic(), done=done)
-            typer.echo(Line(done, total).line().replace("indexing", label, 1), err=True)
-
-    yield line

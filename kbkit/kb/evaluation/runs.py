@@ -10,15 +10,20 @@ from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.evaluation.baselines import Fts5Baseline, Page, page
 from kbkit.kb.evaluation.metrics import DEPTH, Asked
 from kbkit.kb.evaluation.questions import QuestionSet
+from kbkit.kb.search import search
 
 
-def ask_kbkit(kb: KnowledgeBase, questions: QuestionSet) -> list[Asked]:
+def ask_kbkit(kb: KnowledgeBase, questions: QuestionSet, *, words_alone: bool = False) -> list[Asked]:
     """kbkit's search as the server runs it (hybrid when the kb's settings turn it on), read to
-    DEPTH without a token budget, so a budget never hides a rank."""
+    DEPTH without a token budget, so a budget never hides a rank. `words_alone`: as with hybrid
+    search off, over the same index."""
     asked = []
     for question in questions.questions:
         try:
-            hits = kb.search(question.text, limit=DEPTH, max_tokens=None).results
+            if words_alone:
+                hits = search(kb.store, kb.registry, question.text, limit=DEPTH, max_tokens=None).results
+            else:
+                hits = kb.search(question.text, limit=DEPTH, max_tokens=None).results
         except QueryError:  # nothing searchable in it: no answer, as for a baseline
             hits = []
         asked.append(Asked(question, tuple((hit.path, *hit.folded) for hit in hits)))

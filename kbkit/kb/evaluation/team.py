@@ -44,6 +44,12 @@ class Evaluation:
     asked: list[Asked] = field(repr=False)
     moved: list[Moved]
     first_run: bool
+    words_alone: Scores | None = None
+    """With hybrid search on: kbkit's figures with it off, over the same index (what the vectors
+    add or cost on this kb: docs/adr/0078); None when hybrid search is off."""
+    hybrid_moved: list[Moved] = field(default_factory=list)
+    """With hybrid search on: the questions whose answer it ranks elsewhere than the words alone
+    do (`before`: the words' rank, `now`: hybrid's)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +58,8 @@ class Evaluation:
             "baselines": {name: asdict(scores) for name, scores in self.baselines.items()},
             "unmet": self.unmet,
             "moved": [asdict(item) for item in self.moved],
+            "words_alone": None if self.words_alone is None else asdict(self.words_alone),
+            "hybrid_moved": [asdict(item) for item in self.hybrid_moved],
             "missed": [
                 {"text": item.question.text, "answer": item.question.answer, "first": item.first}
                 for item in self.asked
@@ -61,8 +69,8 @@ class Evaluation:
 
 
 def evaluate(kb: KnowledgeBase, questions: QuestionSet) -> Evaluation:
-    """Ask every question of kbkit and of each baseline; compare kbkit's ranks with the last run's,
-    then keep these as the last run."""
+    """Ask every question of kbkit and of each baseline, and with hybrid search on of kbkit's words
+    alone too; compare kbkit's ranks with the last run's, then keep these as the last run."""
     pages = list(pages_of(kb))
     check_answers(questions, {item.path for item in pages})
     asked = ask_kbkit(kb, questions)
@@ -84,8 +92,26 @@ def evaluate(kb: KnowledgeBase, questions: QuestionSet) -> Evaluation:
     ]
     private_folder(history.parent)
     atomic_write_text(history, json.dumps({"ranks": now}, ensure_ascii=False, indent=1) + "\n")
+    words: Scores | None = None
+    hybrid_moved: list[Moved] = []
+    if kb.dense_ranker() is not None:
+        alone = ask_kbkit(kb, questions, words_alone=True)
+        words = score(alone)
+        hybrid_moved = [
+            Moved(item.question.text, item.question.answer, other.rank, item.rank)
+            for item, other in zip(asked, alone, strict=True)
+            if item.rank != other.rank
+        ]
     return Evaluation(
-        questions.name, figures, baselines, unmet(figures, questions.thresholds), asked, moved, not before
+        questions.name,
+        figures,
+        baselines,
+        unmet(figures, questions.thresholds),
+        asked,
+        moved,
+        not before,
+        words,
+        hybrid_moved,
     )
 
 
