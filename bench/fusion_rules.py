@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sqlite3
 import statistics
@@ -37,7 +38,7 @@ from kbkit.kb import search as kb_search
 from kbkit.kb.base import KnowledgeBase
 from kbkit.kb.evaluation import Asked, Question, load_questions, score
 from kbkit.kb.evaluation.metrics import DEPTH
-from kbkit.kb.search import compile_query, fusion
+from kbkit.kb.search import DenseRanker, compile_query, fusion
 from kbkit.kb.search.ranking import Ranked, add_rows
 
 
@@ -151,6 +152,48 @@ def rescaled(scale: Callable[[list[tuple[int, float]]], dict[int, float]], *, wo
     return fuse
 
 
+@dataclass
+class Asking:
+    """The question being asked and the kb's dense ranker: what a rule that embeds more than the
+    query (the pages' titles) needs beyond `fusion.fuse`'s arguments."""
+
+    query: str = ""
+    dense: DenseRanker | None = None
+
+
+ASKING = Asking()
+
+
+def with_titles(share: float) -> Fuse:
+    """The cosines mixed with each candidate's title (and its path's words: `generics/impl.md` is
+    "generics impl"), embedded at search time: (1 - share) x the page's cosine + share x its
+    title's; a page the dense ranking did not return counts its lowest cosine."""
+
+    def fuse(
+        conn: sqlite3.Connection,
+        lexical: list[Ranked],
+        dense: list[tuple[int, float]],
+        pool: int,
+        *,
+        lexical_weight: float = fusion.LEXICAL_WEIGHT,
+    ) -> list[Ranked]:
+        if ASKING.dense is None or not lexical:
+            return fusion.fuse(conn, lexical, dense, pool, lexical_weight=lexical_weight)
+        known = {hit.doc_id: hit for hit in lexical}
+        add_rows(conn, known, [doc_id for doc_id, _ in dense if doc_id not in known])
+        labels = [
+            f"{hit.title} ({re.sub(r'[/_.-]+', ' ', hit.path.rsplit('.', 1)[0])})" for hit in known.values()
+        ]
+        titles = dict(zip(known, ASKING.dense.text_cosines(ASKING.query, labels), strict=True))
+        cosines = dict(dense)
+        low = min(cosines.values(), default=0.0)
+        mixed = [(d, (1 - share) * cosines.get(d, low) + share * titles[d]) for d in known]
+        scores = fusion.convex_scores(lexical, mixed, lexical_weight=lexical_weight)
+        return _ordered(conn, lexical, scores, pool)
+
+    return fuse
+
+
 def z_scores(pairs: list[tuple[int, float]]) -> dict[int, float]:
     values = [value for _, value in pairs]
     if len(values) < 2:
@@ -192,6 +235,7 @@ def rules() -> list[Rule]:
         Rule("cosines as z-scores", rescaled(z_scores, words_too=False)),
         Rule("both as z-scores", rescaled(z_scores, words_too=True)),
         Rule("cosines above their median", rescaled(median_floor, words_too=False)),
+        *(Rule(f"cosines mixed with the title's at {share}", with_titles(share)) for share in (0.15, 0.3)),
         Rule("BM25's first kept unless its cosine is in the bottom 30 %", first_kept(0.3)),
         *(Rule(f"BM25's first hit + {bonus:.2f}", first_raised(bonus)) for bonus in (0.05, 0.1, 0.15)),
     ]
@@ -211,6 +255,7 @@ class Measured:
 def ask(kb: KnowledgeBase, query: str, *, hybrid: bool, share: float | None) -> list[str]:
     try:
         if hybrid:
+            ASKING.query, ASKING.dense = query, kb.dense_ranker()
             hits = kb.search(query, limit=DEPTH, max_tokens=None, lexical_weight=share).results
         else:
             hits = kb_search.search(kb.store, kb.registry, query, limit=DEPTH, max_tokens=None).results
