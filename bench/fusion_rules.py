@@ -71,85 +71,86 @@ class Rule:
 @contextmanager
 def fused_by(rule: Rule) -> Iterator[None]:
     """Searches inside the block fuse by `rule` (a measurement, not a setting)."""
-    shipped = fusion.fuse
-    fusion.fuse = rule.fuse or shipped
+    fusion.fuse = rule.fuse or SHIPPED
     try:
         yield
     finally:
-        fusion.fuse = shipped
+        fusion.fuse = SHIPPED
 
 
-def _ordered(
-    conn: sqlite3.Connection, lexical: list[Ranked], scores: dict[int, float], pool: int
-) -> list[Ranked]:
-    """`fusion.fuse`'s last step: the documents of either ranking by their fused scores."""
-    known = {hit.doc_id: hit for hit in lexical}
-    add_rows(conn, known, [doc_id for doc_id in scores if doc_id not in known])
-    order = sorted((d for d in scores if d in known), key=lambda d: (-scores[d], known[d].path))
-    return [known[doc_id].rescored(scores[doc_id]) for doc_id in order[:pool]]
+Scores = Callable[[sqlite3.Connection, list[Ranked], list[tuple[int, float]], float], dict[int, float]]
+"""What a rule decides: doc_id -> fused score, from the BM25 ranking, the cosines and BM25's share."""
+SHIPPED = fusion.fuse
+
+
+def fused(scores: Scores) -> Fuse:
+    """A `fusion.fuse` that ranks the documents of either ranking by `scores`."""
+
+    def fuse(
+        conn: sqlite3.Connection,
+        lexical: list[Ranked],
+        dense: list[tuple[int, float]],
+        pool: int,
+        *,
+        lexical_weight: float = fusion.LEXICAL_WEIGHT,
+    ) -> list[Ranked]:
+        if not lexical:
+            return SHIPPED(conn, lexical, dense, pool, lexical_weight=lexical_weight)
+        fused_scores = scores(conn, lexical, dense, lexical_weight)
+        known = {hit.doc_id: hit for hit in lexical}
+        add_rows(conn, known, [doc_id for doc_id in fused_scores if doc_id not in known])
+        order = sorted(
+            (d for d in fused_scores if d in known), key=lambda d: (-fused_scores[d], known[d].path)
+        )
+        return [known[doc_id].rescored(fused_scores[doc_id]) for doc_id in order[:pool]]
+
+    return fuse
 
 
 def first_raised(bonus: float) -> Fuse:
     """BM25's first hit gets `bonus` on top of its fused score: the vectors must beat it by more."""
 
-    def fuse(
-        conn: sqlite3.Connection,
-        lexical: list[Ranked],
-        dense: list[tuple[int, float]],
-        pool: int,
-        *,
-        lexical_weight: float = fusion.LEXICAL_WEIGHT,
-    ) -> list[Ranked]:
-        scores = fusion.convex_scores(lexical, dense, lexical_weight=lexical_weight)
-        if lexical:
-            scores[lexical[0].doc_id] += bonus
-        return _ordered(conn, lexical, scores, pool)
+    def scores(
+        conn: sqlite3.Connection, lexical: list[Ranked], dense: list[tuple[int, float]], weight: float
+    ) -> dict[int, float]:
+        out = fusion.convex_scores(lexical, dense, lexical_weight=weight)
+        out[lexical[0].doc_id] += bonus
+        return out
 
-    return fuse
+    return fused(scores)
 
 
 def first_kept(floor: float) -> Fuse:
     """BM25's first hit stays first unless its normalised cosine is below `floor`."""
 
-    def fuse(
-        conn: sqlite3.Connection,
-        lexical: list[Ranked],
-        dense: list[tuple[int, float]],
-        pool: int,
-        *,
-        lexical_weight: float = fusion.LEXICAL_WEIGHT,
-    ) -> list[Ranked]:
-        scores = fusion.convex_scores(lexical, dense, lexical_weight=lexical_weight)
-        if lexical and fusion.normalised(dense).get(lexical[0].doc_id, 0.0) >= floor:
-            scores[lexical[0].doc_id] = max(scores.values()) + 1e-9
-        return _ordered(conn, lexical, scores, pool)
+    def scores(
+        conn: sqlite3.Connection, lexical: list[Ranked], dense: list[tuple[int, float]], weight: float
+    ) -> dict[int, float]:
+        out = fusion.convex_scores(lexical, dense, lexical_weight=weight)
+        if fusion.normalised(dense).get(lexical[0].doc_id, 0.0) >= floor:
+            out[lexical[0].doc_id] = max(out.values()) + 1e-9
+        return out
 
-    return fuse
+    return fused(scores)
 
 
 def rescaled(scale: Callable[[list[tuple[int, float]]], dict[int, float]], *, words_too: bool) -> Fuse:
     """The convex combination with the cosines (and with `words_too` BM25's scores) scaled by
     `scale` instead of min-max; a document missing from a ranking gets that ranking's lowest."""
 
-    def fuse(
-        conn: sqlite3.Connection,
-        lexical: list[Ranked],
-        dense: list[tuple[int, float]],
-        pool: int,
-        *,
-        lexical_weight: float = fusion.LEXICAL_WEIGHT,
-    ) -> list[Ranked]:
+    def scores(
+        conn: sqlite3.Connection, lexical: list[Ranked], dense: list[tuple[int, float]], weight: float
+    ) -> dict[int, float]:
         pairs = [(hit.doc_id, hit.score) for hit in lexical]
         words = scale(pairs) if words_too else fusion.normalised(pairs)
         meaning = scale(dense)
         low_w, low_m = min(words.values(), default=0.0), min(meaning.values(), default=0.0)
-        scores = {
-            d: lexical_weight * words.get(d, low_w) + (1 - lexical_weight) * meaning.get(d, low_m)
+        return {
+            d: weight * words.get(d, low_w) + (1 - weight) * meaning.get(d, low_m)
             for d in words.keys() | meaning.keys()
         }
-        return _ordered(conn, lexical, scores, pool)
 
-    return fuse
+    return fused(scores)
 
 
 @dataclass
@@ -169,16 +170,11 @@ def with_titles(share: float) -> Fuse:
     "generics impl"), embedded at search time: (1 - share) x the page's cosine + share x its
     title's; a page the dense ranking did not return counts its lowest cosine."""
 
-    def fuse(
-        conn: sqlite3.Connection,
-        lexical: list[Ranked],
-        dense: list[tuple[int, float]],
-        pool: int,
-        *,
-        lexical_weight: float = fusion.LEXICAL_WEIGHT,
-    ) -> list[Ranked]:
-        if ASKING.dense is None or not lexical:
-            return fusion.fuse(conn, lexical, dense, pool, lexical_weight=lexical_weight)
+    def scores(
+        conn: sqlite3.Connection, lexical: list[Ranked], dense: list[tuple[int, float]], weight: float
+    ) -> dict[int, float]:
+        if ASKING.dense is None:
+            return fusion.convex_scores(lexical, dense, lexical_weight=weight)
         known = {hit.doc_id: hit for hit in lexical}
         add_rows(conn, known, [doc_id for doc_id, _ in dense if doc_id not in known])
         labels = [
@@ -188,10 +184,9 @@ def with_titles(share: float) -> Fuse:
         cosines = dict(dense)
         low = min(cosines.values(), default=0.0)
         mixed = [(d, (1 - share) * cosines.get(d, low) + share * titles[d]) for d in known]
-        scores = fusion.convex_scores(lexical, mixed, lexical_weight=lexical_weight)
-        return _ordered(conn, lexical, scores, pool)
+        return fusion.convex_scores(lexical, mixed, lexical_weight=weight)
 
-    return fuse
+    return fused(scores)
 
 
 def z_scores(pairs: list[tuple[int, float]]) -> dict[int, float]:
