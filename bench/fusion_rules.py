@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import sqlite3
 import statistics
 import sys
@@ -40,6 +39,7 @@ from kbkit.kb.evaluation import Asked, Question, load_questions, score
 from kbkit.kb.evaluation.metrics import DEPTH
 from kbkit.kb.search import DenseRanker, compile_query, fusion
 from kbkit.kb.search.ranking import Ranked, add_rows
+from kbkit.kb.semantic.model import VOCAB
 
 
 class Fuse(Protocol):
@@ -54,9 +54,6 @@ class Fuse(Protocol):
         *,
         lexical_weight: float = ...,
     ) -> list[Ranked]: ...
-
-
-VOCABULARY = Path(__file__).resolve().parents[1] / "kbkit" / "kb" / "data" / "minilm-vocab.txt"
 
 
 @dataclass(frozen=True)
@@ -96,13 +93,7 @@ def fused(scores: Scores) -> Fuse:
     ) -> list[Ranked]:
         if not lexical:
             return SHIPPED(conn, lexical, dense, pool, lexical_weight=lexical_weight)
-        fused_scores = scores(conn, lexical, dense, lexical_weight)
-        known = {hit.doc_id: hit for hit in lexical}
-        add_rows(conn, known, [doc_id for doc_id in fused_scores if doc_id not in known])
-        order = sorted(
-            (d for d in fused_scores if d in known), key=lambda d: (-fused_scores[d], known[d].path)
-        )
-        return [known[doc_id].rescored(fused_scores[doc_id]) for doc_id in order[:pool]]
+        return fusion.ranked_by(conn, lexical, scores(conn, lexical, dense, lexical_weight), pool)
 
     return fuse
 
@@ -222,7 +213,7 @@ def shares(sentence: float, keywords: float) -> Callable[[str], float | None]:
 
 
 def rules() -> list[Rule]:
-    vocabulary = frozenset(VOCABULARY.read_text(encoding="utf-8").split())
+    vocabulary = frozenset(VOCAB.read_text(encoding="utf-8").split())
     return [
         Rule("shipped: min-max, BM25 0.5 (keywords 0.6)"),
         Rule("BM25 0.6 (keywords 0.7)", share=shares(0.6, 0.7)),
@@ -284,35 +275,39 @@ def site_sets(repos: Path, workdir: Path) -> Iterator[Measured]:
             yield Measured(f"{site.name} {lang}", kb, [q.text for q in questions], judge, real_site=True)
 
 
+def kept(workdir: Path, name: str, kb_path: str, fill: Callable[[Path], None]) -> KnowledgeBase:
+    """A set's project as `bench.search_quality --workdir` keeps it (filled once), opened."""
+    with search_quality.project_dir(workdir / "sets", name) as (root, new):
+        if new:
+            fill(root)
+        return opened(root, kb_path)
+
+
 def known_item_sets(data: Path, workdir: Path) -> Iterator[Measured]:
-    root = workdir / "sets" / "tldr"
-    if not (root / search_quality.TLDR_PAGES).is_dir():
-        unpack(data / "tldr-en.tar.gz", root)
     questions = search_quality.load_questions()
     yield Measured(
         "tldr",
-        opened(root, search_quality.TLDR_PAGES),
+        kept(workdir, "tldr", search_quality.TLDR_PAGES, lambda root: unpack(data / "tldr-en.tar.gz", root)),
         [text for text, _ in questions],
         lambda ranked: search_quality.known_item_metrics(questions, ranked)[0]["MRR@10"],
     )
-    root = workdir / "sets" / "httpx"
-    if not (root / "docs").is_dir():
-        shutil.copytree(search_quality.HTTPX_DOCS, root / "docs", ignore=shutil.ignore_patterns("LICENSE"))
     httpx = search_quality.load_questions(search_quality.HTTPX_QUESTIONS)
     yield Measured(
         "httpx",
-        opened(root, "docs"),
+        kept(workdir, "httpx", "docs", lambda root: search_quality.write_httpx(root / "docs")),
         [text for text, _ in httpx],
         lambda ranked: search_quality.known_item_metrics(httpx, ranked)[0]["MRR@10"],
     )
     qrels, claims = search_quality.scifact_claims(data / "scifact")
     ids = list(qrels)
-    root = workdir / "sets" / "scifact"
-    if not (root / "docs").is_dir():
-        search_quality.write_scifact(data / "scifact", root / "docs")
     yield Measured(
         "SciFact (nDCG@10)",
-        opened(root, "docs"),
+        kept(
+            workdir,
+            "scifact",
+            "docs",
+            lambda root: search_quality.write_scifact(data / "scifact", root / "docs"),
+        ),
         [claims[query_id] for query_id in ids],
         lambda ranked: statistics.fmean(
             search_quality.ndcg_at([Path(p).stem for p in paths], qrels[q])

@@ -342,10 +342,15 @@ def run_tldr(data: Path, hybrid: bool, workdir: Path | None, sweep: SweepFigures
         )
 
 
+def write_httpx(docs: Path) -> None:
+    """The httpx pages only: the licence beside them is not a page."""
+    shutil.copytree(HTTPX_DOCS, docs, ignore=shutil.ignore_patterns("LICENSE"), dirs_exist_ok=True)
+
+
 def run_httpx(hybrid: bool, workdir: Path | None, sweep: SweepFigures | None = None) -> None:
     with project_dir(workdir, "httpx") as (root, new):
-        if new:  # the pages only: the licence beside them is not a page
-            shutil.copytree(HTTPX_DOCS, root / "docs", ignore=shutil.ignore_patterns("LICENSE"))
+        if new:
+            write_httpx(root / "docs")
         systems = Systems(root, "docs", hybrid=hybrid, key=lambda path: path)
         run_known_item(
             "httpx docs known-item",

@@ -110,7 +110,14 @@ def fuse(
     lexical_weight: float = LEXICAL_WEIGHT,
 ) -> list[Ranked]:
     """The BM25 and dense rankings fused (`convex_scores`) into one, of documents in either list."""
-    scores = convex_scores(lexical, dense, lexical_weight=lexical_weight)
+    return ranked_by(conn, lexical, convex_scores(lexical, dense, lexical_weight=lexical_weight), pool)
+
+
+def ranked_by(
+    conn: sqlite3.Connection, lexical: list[Ranked], scores: dict[int, float], pool: int
+) -> list[Ranked]:
+    """The best `pool` documents of `scores` (doc_id -> fused score), BM25's candidates and the
+    documents only the dense ranking found, each rescored; ties by path."""
     known = {hit.doc_id: hit for hit in lexical}
     add_rows(conn, known, [doc_id for doc_id in scores if doc_id not in known])
     order = sorted(
